@@ -1,0 +1,61 @@
+"""The application factory: `faultgraph serve`, the tests and the benchmarks all use it."""
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from service import store
+from service.config import Settings
+from service.events import views as events_views
+from service.events.models import events
+from service.writer import GroupWriter
+
+log = logging.getLogger("faultgraph")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """A ready app: opening the store and starting the writer happen in its lifespan."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = store.make_engine(settings.db_url)
+        store.init_schema(engine)
+        app.state.engine = engine
+        app.state.writer = GroupWriter(
+            engine,
+            partial(store.insert_ignoring_duplicates, table_name="events"),
+            first_seq=store.max_value(engine, events.c.seq) + 1,
+            max_queue=settings.writer_queue_batches,
+            max_group_rows=settings.group_commit_rows,
+        )
+        try:
+            yield
+        finally:
+            app.state.writer.close()
+            engine.dispose()
+
+    app = FastAPI(title="faultgraph", version="0.1.0", lifespan=lifespan,
+                  description="Fault-diagnosis timeline for GPU training clusters")
+    app.state.settings = settings
+    app.state.enrich = None
+    app.include_router(events_views.router)
+
+    @app.get("/healthz", tags=["health"])
+    def healthz(request: Request) -> dict:
+        """Liveness and readiness: the store answers and the writer is keeping up."""
+        with request.app.state.engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+        return {"status": "ok", "writer_queue": request.app.state.writer.depth}
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        return JSONResponse({"detail": "; ".join(problems)}, status_code=422)
+
+    return app

@@ -1,0 +1,26 @@
+"""Runtime settings, read once from flags and environment (FAULTGRAPH_*)."""
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from platformdirs import user_data_dir
+
+MiB = 1024 * 1024
+
+
+def default_db_url() -> str:
+    """A DuckDB file in the user's data directory, so `faultgraph serve` needs no flags."""
+    path = Path(user_data_dir("faultgraph")) / "faultgraph.duckdb"
+    return f"duckdb:///{path}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_url: str = field(default_factory=lambda: os.environ.get("FAULTGRAPH_DB") or default_db_url())
+    max_body_bytes: int = int(os.environ.get("FAULTGRAPH_MAX_BODY_BYTES", 16 * MiB))
+    max_batch_events: int = int(os.environ.get("FAULTGRAPH_MAX_BATCH_EVENTS", 100_000))
+    # Batches waiting for the single writer; past this the service answers 503 + Retry-After.
+    writer_queue_batches: int = int(os.environ.get("FAULTGRAPH_WRITER_QUEUE", 512))
+    # Rows one group commit may gather from queued batches.
+    group_commit_rows: int = int(os.environ.get("FAULTGRAPH_GROUP_COMMIT_ROWS", 50_000))

@@ -1,0 +1,223 @@
+"""The event envelope (SPEC §1): the stored table and the validated shape of every kind.
+
+Shapes are TypedDicts rather than BaseModels so that validation hands back plain dicts:
+the bulk path turns them into Arrow columns without a `model_dump` per event.
+"""
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, Union
+
+import sqlalchemy as sa
+from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field, StringConstraints, TypeAdapter
+from sqlalchemy.dialects.postgresql import JSONB
+from typing_extensions import NotRequired, TypedDict
+
+from service.store import metadata
+
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column("id", sa.String, primary_key=True),
+    sa.Column("seq", sa.BigInteger, nullable=False),
+    sa.Column("time", sa.DateTime, nullable=False),
+    sa.Column("received", sa.DateTime, nullable=False),
+    sa.Column("host", sa.String, nullable=False),
+    sa.Column("kind", sa.String, nullable=False),
+    sa.Column("component", sa.String),
+    sa.Column("severity", sa.String),
+    sa.Column("job", sa.String),
+    sa.Column("rank", sa.Integer),
+    sa.Column("message", sa.String),
+    sa.Column("attrs", sa.JSON().with_variant(JSONB(), "postgresql")),
+)
+
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(2100, 1, 1, tzinfo=UTC)
+
+
+def _in_range_utc(value: datetime) -> datetime:
+    """Store in UTC; refuse times no real log can carry (clock garbage, overflow)."""
+    value = value.astimezone(UTC)
+    if not EARLIEST <= value < LATEST:
+        raise ValueError(f"time must lie between {EARLIEST:%Y} and {LATEST:%Y}")
+    return value
+
+
+Time = Annotated[AwareDatetime, AfterValidator(_in_range_utc)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f]+$")]
+Host = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,252}$")]
+Text = Annotated[str, StringConstraints(max_length=65_536)]
+Count = Annotated[int, Field(ge=0, le=2**63 - 1)]
+Severity = Literal["debug", "info", "warning", "error", "critical"]
+
+SEVERITIES: tuple[str, ...] = ("debug", "info", "warning", "error", "critical")
+
+
+class _Attrs(TypedDict, total=False):
+    """Attrs a kind documents are type-checked; any others are kept as sent."""
+
+    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+
+
+class GpuXidAttrs(_Attrs):
+    xid: Annotated[int, Field(ge=0, le=1_000_000)]
+    pci: NotRequired[Name | None]
+    pid: NotRequired[int | None]
+    process: NotRequired[Text | None]
+    text: NotRequired[Text | None]
+
+
+class GpuEccAttrs(_Attrs):
+    type: Literal["sbe", "dbe", "row_remap", "page_retire"]
+    count: NotRequired[Count]
+
+
+class GpuThermalAttrs(_Attrs):
+    temp_c: NotRequired[float]
+    throttle: NotRequired[bool | str]
+
+
+class NvlinkErrorAttrs(_Attrs):
+    link: NotRequired[Annotated[int, Field(ge=0, le=1024)]]
+    peer: NotRequired[Name]
+    counter: NotRequired[Name]
+    count: NotRequired[Count]
+
+
+class NvswitchErrorAttrs(_Attrs):
+    sxid: Annotated[int, Field(ge=0, le=1_000_000)]
+    text: NotRequired[Text]
+
+
+class NicLinkAttrs(_Attrs):
+    device: NotRequired[Name]
+    port: NotRequired[Annotated[int, Field(ge=0, le=1024)]]
+    state: Literal["down", "up"]
+
+
+class NicErrorAttrs(_Attrs):
+    device: NotRequired[Name]
+    port: NotRequired[Annotated[int, Field(ge=0, le=1024)]]
+    counter: NotRequired[Name]
+    count: NotRequired[Count]
+
+
+class PcieAerAttrs(_Attrs):
+    bdf: NotRequired[Name]
+    severity: Literal["corrected", "nonfatal", "fatal"]
+    text: NotRequired[Text]
+
+
+class NcclTimeoutAttrs(_Attrs):
+    rank: NotRequired[Count]
+    op: NotRequired[Name]
+    seq: NotRequired[Count]
+    timeout_ms: NotRequired[Count]
+    elapsed_ms: NotRequired[Count]
+    pg: NotRequired[Name]
+
+
+class NcclErrorAttrs(_Attrs):
+    rank: NotRequired[Count]
+    peer: NotRequired[Name]
+    code: NotRequired[Name]
+    transport: NotRequired[Name]
+    text: NotRequired[Text]
+
+
+class HostAttrs(_Attrs):
+    text: NotRequired[Text]
+
+
+class HeartbeatAttrs(_Attrs):
+    state: Literal["lost", "ok"]
+
+
+class JobAttrs(_Attrs):
+    reason: NotRequired[Text]
+
+
+class CheckpointAttrs(_Attrs):
+    step: NotRequired[Count]
+    duration_s: NotRequired[Annotated[float, Field(ge=0, allow_inf_nan=False)]]
+
+
+class MaintenanceAttrs(_Attrs):
+    planned: NotRequired[bool]
+    scope: NotRequired[Name]
+    text: NotRequired[Text]
+
+
+class TrainAnomalyAttrs(_Attrs):
+    type: Literal["loss_spike", "nan", "grad_norm"]
+    step: NotRequired[Count]
+    value: NotRequired[float | None]
+    baseline: NotRequired[float | None]
+
+
+# kind → (attrs shape, severity when the sender gives none)
+KINDS: dict[str, tuple[type, str]] = {
+    "gpu_xid": (GpuXidAttrs, "error"),
+    "gpu_ecc": (GpuEccAttrs, "warning"),
+    "gpu_thermal": (GpuThermalAttrs, "warning"),
+    "nvlink_error": (NvlinkErrorAttrs, "error"),
+    "nvswitch_error": (NvswitchErrorAttrs, "error"),
+    "nic_link": (NicLinkAttrs, "error"),
+    "nic_error": (NicErrorAttrs, "warning"),
+    "pcie_aer": (PcieAerAttrs, "warning"),
+    "nccl_timeout": (NcclTimeoutAttrs, "error"),
+    "nccl_error": (NcclErrorAttrs, "error"),
+    "host_mce": (HostAttrs, "error"),
+    "host_mem_ecc": (HostAttrs, "warning"),
+    "host_kernel": (HostAttrs, "error"),
+    "host_oom": (HostAttrs, "error"),
+    "host_disk": (HostAttrs, "error"),
+    "host_power": (HostAttrs, "error"),
+    "host_heartbeat": (HeartbeatAttrs, "warning"),
+    "job_start": (JobAttrs, "info"),
+    "job_end": (JobAttrs, "info"),
+    "job_fail": (JobAttrs, "error"),
+    "job_restart": (JobAttrs, "warning"),
+    "checkpoint_save": (CheckpointAttrs, "info"),
+    "checkpoint_load": (CheckpointAttrs, "info"),
+    "maintenance": (MaintenanceAttrs, "info"),
+    "train_anomaly": (TrainAnomalyAttrs, "error"),
+}
+
+
+class _Envelope(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    time: Time
+    host: Host
+    component: NotRequired[Name | None]
+    severity: NotRequired[Severity | None]
+    message: NotRequired[Text | None]
+    job: NotRequired[Name | None]
+    rank: NotRequired[Annotated[int, Field(ge=0, le=100_000_000)] | None]
+    id: NotRequired[Name | None]
+    # A stored event read back (an export) may be posted again; the server sets its own.
+    received: NotRequired[Any]
+
+
+def _envelope_for(kind: str, attrs_shape: type) -> type:
+    """The envelope specialised to one kind, so errors name `attrs.<field>` of that kind."""
+    attrs = attrs_shape if attrs_shape.__required_keys__ else NotRequired[attrs_shape]
+    annotations = {"kind": Literal[kind], "attrs": attrs}
+    return type(_Envelope)(f"{kind}_event", (_Envelope,), {"__annotations__": annotations})
+
+
+AnyEvent = Annotated[
+    Union[tuple(_envelope_for(kind, shape) for kind, (shape, _) in KINDS.items())],  # type: ignore[misc]
+    Field(discriminator="kind"),
+]
+
+EventList = TypeAdapter(list[AnyEvent])
+OneEvent = TypeAdapter(AnyEvent)
+
+
+class EventsBody(TypedDict):
+    events: list[AnyEvent]
+
+
+EventsObject = TypeAdapter(EventsBody)

@@ -1,0 +1,266 @@
+"""Events: decode and validate posted batches, turn them into Arrow rows, and query them."""
+
+import base64
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import orjson
+import pyarrow as pa
+import sqlalchemy as sa
+from pydantic import ValidationError
+from sqlalchemy.engine import Connection
+
+from service.events.models import KINDS, EventList, OneEvent, events
+
+# Mutates a validated event in place: fills `component`/`job` from the topology and jobs.
+Enricher = Callable[[dict], None]
+
+ARROW_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("time", pa.timestamp("us")),
+        ("received", pa.timestamp("us")),
+        ("host", pa.string()),
+        ("kind", pa.string()),
+        ("component", pa.string()),
+        ("severity", pa.string()),
+        ("job", pa.string()),
+        ("rank", pa.int32()),
+        ("message", pa.string()),
+        ("attrs", pa.string()),
+    ]
+)
+
+
+class BodyError(ValueError):
+    """The body as a whole is unusable (not JSON, wrong shape): the answer is a 4xx."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Decoded:
+    """A posted batch split into valid events and rejected entries (by index)."""
+
+    valid: list[dict] = field(default_factory=list)
+    rejected: list[dict] = field(default_factory=list)
+
+
+def _describe(errors: list[dict]) -> dict[int, str]:
+    """pydantic errors of a list → one readable message per list index."""
+    by_index: dict[int, list[str]] = {}
+    for error in errors:
+        loc = error["loc"]
+        index = loc[0] if loc and isinstance(loc[0], int) else 0
+        path = [str(part) for part in loc[1:]]
+        if path and path[0].endswith("_event") or (path and path[0] in KINDS):
+            path = path[1:]  # the discriminator's tag says nothing to the sender
+        if error["type"] == "union_tag_invalid":
+            text = f"kind: unknown kind {error['ctx']['tag']}; known kinds: {', '.join(KINDS)}"
+        elif error["type"] == "union_tag_not_found":
+            text = "kind: field required"
+        elif error["type"] in ("dict_type", "model_type", "typed_dict_type") and not path:
+            text = "an event must be a JSON object"
+        else:
+            text = f"{'.'.join(path) or 'event'}: {error['msg']}"
+        by_index.setdefault(index, []).append(text)
+    return {index: "; ".join(texts) for index, texts in by_index.items()}
+
+
+def _validate_items(items: list, decoded: Decoded, offset: int = 0) -> None:
+    """Slow path, one event at a time, so good events survive next to bad ones."""
+    for index, item in enumerate(items):
+        try:
+            decoded.valid.append(OneEvent.validate_python(item))
+        except ValidationError as exc:
+            message = _describe([{**e, "loc": (0, *e["loc"])} for e in exc.errors()])[0]
+            decoded.rejected.append({"index": index + offset, "error": message})
+
+
+def decode(body: bytes, *, content_type: str = "", max_events: int) -> Decoded:
+    """Parse a JSON array, `{"events": [...]}` or NDJSON into validated event dicts."""
+    stripped = body.lstrip()
+    if not stripped:
+        raise BodyError("empty body: expected a JSON array of events, {\"events\": [...]}, or NDJSON")
+    decoded = Decoded()
+    ndjson = "ndjson" in content_type or "jsonlines" in content_type
+    if stripped[:1] == b"[" and not ndjson:
+        try:
+            decoded.valid = EventList.validate_json(body)
+            _check_count(len(decoded.valid), max_events)
+            return decoded
+        except ValidationError as exc:
+            if any(e["type"] == "json_invalid" for e in exc.errors()):
+                raise BodyError(f"body is not valid JSON: {exc.errors()[0]['msg']}") from None
+        items = _loads(body)
+        _check_count(len(items), max_events)
+        _validate_items(items, decoded)
+        return decoded
+    if not ndjson:
+        try:
+            whole = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            whole = None  # several lines: NDJSON
+        if isinstance(whole, dict) and "events" in whole:
+            items = whole["events"]
+            if not isinstance(items, list):
+                raise BodyError('"events" must be a JSON array of events')
+            _check_count(len(items), max_events)
+            _validate_items(items, decoded)
+            return decoded
+        if whole is not None and not isinstance(whole, dict):
+            raise BodyError("expected a JSON array of events, {\"events\": [...]}, or NDJSON")
+        if whole is None and b"\n" not in stripped.rstrip():
+            raise BodyError("body is not valid JSON")
+    lines = [line for line in body.splitlines() if line.strip()]
+    _check_count(len(lines), max_events)
+    items = []
+    for index, line in enumerate(lines):
+        try:
+            items.append(orjson.loads(line))
+        except orjson.JSONDecodeError as exc:
+            items.append(None)
+            decoded.rejected.append({"index": index, "error": f"line {index + 1} is not valid JSON: {exc}"})
+    bad = {r["index"] for r in decoded.rejected}
+    for index, item in enumerate(items):
+        if index not in bad:
+            _validate_items([item], decoded, offset=index)
+    return decoded
+
+
+def _loads(body: bytes):
+    """orjson's parse, with its refusals (NaN, numbers past 64 bits) as a 400."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BodyError(f"body is not valid JSON (numbers must fit 64 bits, no NaN): {exc}") from None
+
+
+def _check_count(count: int, max_events: int) -> None:
+    if count > max_events:
+        raise BodyError(f"batch of {count} events exceeds the limit of {max_events}; split it", 413)
+
+
+def content_id(event: dict) -> str:
+    """A stable id from the event's content, so a retried batch without ids is stored once."""
+    digest = hashlib.blake2b(orjson.dumps(event, option=orjson.OPT_SORT_KEYS), digest_size=16)
+    return "e-" + digest.hexdigest()
+
+
+def to_rows(valid: list[dict], *, received: datetime, enrich: Enricher | None = None) -> pa.Table:
+    """Validated events → an Arrow table in ARROW_SCHEMA (without `seq`, the writer's)."""
+    ids, components, severities = [], [], []
+    for event in valid:
+        ids.append(event.get("id") or content_id(event))
+        if enrich is not None:
+            enrich(event)
+        components.append(event.get("component") or event["host"])
+        severities.append(event.get("severity") or KINDS[event["kind"]][1])
+    n = len(valid)
+    utc = pa.timestamp("us", tz="UTC")
+    columns = {
+        "id": ids,
+        "time": pa.array([e["time"] for e in valid], utc).cast(pa.timestamp("us")),
+        "received": pa.array([received.replace(tzinfo=None)] * n, pa.timestamp("us")),
+        "host": [e["host"] for e in valid],
+        "kind": [e["kind"] for e in valid],
+        "component": components,
+        "severity": severities,
+        "job": [e.get("job") for e in valid],
+        "rank": [e.get("rank") for e in valid],
+        "message": [e.get("message") for e in valid],
+        "attrs": pa.array([orjson.dumps(e.get("attrs") or {}) for e in valid], pa.string()),
+    }
+    return pa.table(columns, schema=ARROW_SCHEMA)
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    since: datetime | None = None
+    until: datetime | None = None
+    hosts: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    component: str | None = None
+    job: str | None = None
+
+
+def _naive_utc(value: datetime) -> datetime:
+    return value.astimezone(UTC).replace(tzinfo=None)
+
+
+def where_clauses(flt: EventFilter) -> list:
+    """The SQL conditions of a filter; a component also matches everything inside it."""
+    clauses = []
+    if flt.since is not None:
+        clauses.append(events.c.time >= _naive_utc(flt.since))
+    if flt.until is not None:
+        clauses.append(events.c.time < _naive_utc(flt.until))
+    if flt.hosts:
+        clauses.append(events.c.host.in_(flt.hosts))
+    if flt.kinds:
+        clauses.append(events.c.kind.in_(flt.kinds))
+    if flt.component:
+        clauses.append(
+            sa.or_(events.c.component == flt.component, events.c.component.startswith(flt.component + "/"))
+        )
+    if flt.job:
+        clauses.append(events.c.job == flt.job)
+    return clauses
+
+
+def encode_cursor(time: datetime, event_id: str) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps([time.isoformat(), event_id])).decode()
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """The (time, id) a page ended at; ValueError for anything not made by `encode_cursor`."""
+    try:
+        time_text, event_id = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return datetime.fromisoformat(time_text), str(event_id)
+    except Exception:
+        raise ValueError("cursor is not one this server returned") from None
+
+
+def format_time(value: datetime | None) -> str | None:
+    """Stored naive-UTC time → RFC 3339 with microseconds and `Z`."""
+    return None if value is None else value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def row_to_event(row: sa.Row) -> dict:
+    """A stored row → the envelope as posted, plus `id`, `component` and `received`."""
+    attrs = row.attrs
+    return {
+        "id": row.id,
+        "time": format_time(row.time),
+        "host": row.host,
+        "kind": row.kind,
+        "component": row.component,
+        "severity": row.severity,
+        "attrs": orjson.loads(attrs) if isinstance(attrs, str | bytes) else (attrs or {}),
+        "message": row.message,
+        "job": row.job,
+        "rank": row.rank,
+        "received": format_time(row.received),
+    }
+
+
+def get_all(conn: Connection, *, flt: EventFilter, limit: int, cursor: str | None = None) -> tuple[list[dict], str | None]:
+    """One page of events in time order and the cursor of the next page (None at the end)."""
+    query = sa.select(events).where(*where_clauses(flt))
+    if cursor:
+        after_time, after_id = decode_cursor(cursor)
+        query = query.where(sa.tuple_(events.c.time, events.c.id) > sa.tuple_(sa.literal(after_time), sa.literal(after_id)))
+    rows = conn.execute(query.order_by(events.c.time, events.c.id).limit(limit + 1)).fetchall()
+    page = rows[:limit]
+    following = encode_cursor(page[-1].time, page[-1].id) if len(rows) > limit else None
+    return [row_to_event(row) for row in page], following
+
+
+def get_by_ids(conn: Connection, *, ids: Iterable[str]) -> list[dict]:
+    """The events with these ids, in time order."""
+    rows = conn.execute(sa.select(events).where(events.c.id.in_(list(ids))).order_by(events.c.time, events.c.id))
+    return [row_to_event(row) for row in rows]

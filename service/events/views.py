@@ -1,0 +1,97 @@
+"""Routes of the event timeline: `POST /v1/events`, `GET /v1/events`."""
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from service.events import service
+from service.events.models import EventList
+from service.http import parse_time, read_body, split_list
+from service.writer import WriterBusy
+
+router = APIRouter(prefix="/v1", tags=["events"])
+
+INGEST_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": EventList.json_schema(ref_template="#/components/schemas/{model}")},
+            "application/x-ndjson": {"schema": {"type": "string"}},
+        },
+    }
+}
+
+
+def _prepare(body: bytes, content_type: str, app_state) -> tuple:
+    decoded = service.decode(body, content_type=content_type, max_events=app_state.settings.max_batch_events)
+    rows = None
+    if decoded.valid:
+        rows = service.to_rows(decoded.valid, received=datetime.now(UTC), enrich=app_state.enrich)
+    return decoded, rows
+
+
+async def store_events(request: Request, body: bytes, content_type: str) -> dict:
+    """Validate, store durably, and count: the shared tail of every ingest route."""
+    state = request.app.state
+    try:
+        decoded, rows = await run_in_threadpool(_prepare, body, content_type, state)
+    except service.BodyError as exc:
+        raise HTTPException(exc.status, str(exc)) from None
+    accepted = 0
+    if rows is not None:
+        try:
+            future = state.writer.submit(rows)
+        except WriterBusy:
+            raise HTTPException(503, "ingest queue is full; retry later", headers={"Retry-After": "1"}) from None
+        try:
+            accepted = await asyncio.wrap_future(future)
+        except Exception:
+            raise HTTPException(503, "the store could not commit this batch; retry", headers={"Retry-After": "5"}) from None
+    return {
+        "accepted": accepted,
+        "duplicates": len(decoded.valid) - accepted,
+        "rejected": decoded.rejected,
+    }
+
+
+@router.post("/events", openapi_extra=INGEST_BODY)
+async def post_events(request: Request) -> JSONResponse:
+    """Store a batch: a JSON array, `{"events": [...]}`, or NDJSON. Valid events are kept even
+    when others are rejected; a batch with nothing valid answers 422 with the reasons."""
+    body = await read_body(request, request.app.state.settings.max_body_bytes)
+    result = await store_events(request, body, request.headers.get("content-type", ""))
+    status = 422 if result["rejected"] and not result["accepted"] and not result["duplicates"] else 200
+    return JSONResponse(result, status_code=status)
+
+
+@router.get("/events")
+def get_events(
+    request: Request,
+    since: str | None = None,
+    until: str | None = None,
+    host: Annotated[list[str] | None, Query()] = None,
+    kind: Annotated[list[str] | None, Query()] = None,
+    component: str | None = None,
+    job: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+    cursor: str | None = None,
+) -> dict:
+    """Events in time order, filtered, one page at a time (`next` is the following cursor)."""
+    flt = service.EventFilter(
+        since=parse_time(since, "since"),
+        until=parse_time(until, "until"),
+        hosts=split_list(host),
+        kinds=split_list(kind),
+        component=component,
+        job=job,
+    )
+    try:
+        with request.app.state.engine.connect() as conn:
+            page, following = service.get_all(conn, flt=flt, limit=limit, cursor=cursor)
+    except ValueError as exc:
+        raise HTTPException(400, f"cursor: {exc}") from None
+    return {"events": page, "next": following}

@@ -1,0 +1,46 @@
+"""Request plumbing shared by every route: bounded body reads and time query parameters."""
+
+from datetime import UTC, datetime
+
+from fastapi import HTTPException, Request
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refusing (413) anything over `limit` bytes before reading it all."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise HTTPException(413, f"body of {declared} bytes exceeds the limit of {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise HTTPException(413, f"body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse_time(value: str | None, name: str) -> datetime | None:
+    """A query parameter in RFC 3339 with a zone, or epoch seconds → aware UTC datetime."""
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        pass
+    else:
+        try:
+            return datetime.fromtimestamp(number, UTC)
+        except (OverflowError, OSError, ValueError):
+            raise HTTPException(400, f"{name}: epoch seconds out of range") from None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "+"))
+    except ValueError:
+        raise HTTPException(400, f"{name}: expected RFC 3339 with a zone or epoch seconds, got {value!r}") from None
+    if parsed.tzinfo is None:
+        raise HTTPException(400, f"{name}: time needs a zone (e.g. 'Z' or '+00:00')")
+    return parsed.astimezone(UTC)
+
+
+def split_list(values: list[str] | None) -> tuple[str, ...]:
+    """Repeated or comma-separated query values → one tuple."""
+    return tuple(part for value in values or () for part in value.split(",") if part)

@@ -1,0 +1,237 @@
+"""The event timeline over HTTP: a real server process, a real DuckDB file."""
+
+import json
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import start_server
+
+T0 = "2026-11-29T08:00:00.123456Z"
+
+# One valid event per kind of SPEC §1.
+SAMPLES: dict[str, dict] = {
+    "gpu_xid": {"xid": 79, "pci": "0000:3b:00", "pid": 12, "process": "python", "text": "GPU has fallen off the bus."},
+    "gpu_ecc": {"type": "dbe", "count": 2},
+    "gpu_thermal": {"temp_c": 91.5, "throttle": True},
+    "nvlink_error": {"link": 3, "peer": "node0042/nvswitch1", "counter": "replay", "count": 10},
+    "nvswitch_error": {"sxid": 20034, "text": "LTSSM Fault Up"},
+    "nic_link": {"device": "mlx5_2", "port": 1, "state": "down"},
+    "nic_error": {"device": "mlx5_2", "port": 1, "counter": "symbol_error", "count": 7},
+    "pcie_aer": {"bdf": "0000:3b:00.0", "severity": "fatal", "text": "Uncorrected (Fatal) error"},
+    "nccl_timeout": {"rank": 5, "op": "ALLREDUCE", "seq": 808, "timeout_ms": 600000, "elapsed_ms": 600020, "pg": "0"},
+    "nccl_error": {"rank": 5, "peer": "10.0.35.1", "code": "ncclRemoteError", "transport": "ib", "text": "x"},
+    "host_mce": {"text": "mce: [Hardware Error]"},
+    "host_mem_ecc": {"text": "EDAC MC0: 1 CE"},
+    "host_kernel": {"text": "Kernel panic"},
+    "host_oom": {"text": "Out of memory: Killed process 1"},
+    "host_disk": {"text": "I/O error, dev nvme0n1"},
+    "host_power": {"text": "PSU 1 failed"},
+    "host_heartbeat": {"state": "lost"},
+    "job_start": {"reason": "submitted"},
+    "job_end": {},
+    "job_fail": {"reason": "NCCL timeout"},
+    "job_restart": {"reason": "from checkpoint"},
+    "checkpoint_save": {"step": 1000, "duration_s": 42.0},
+    "checkpoint_load": {"step": 1000, "duration_s": 30.5},
+    "maintenance": {"planned": True, "scope": "node0042", "text": "firmware"},
+    "train_anomaly": {"type": "loss_spike", "step": 1001, "value": 9.1, "baseline": 2.3},
+}
+
+# For each kind, one wrong attr value and the field the error must name.
+BAD_ATTRS: dict[str, tuple[dict, str]] = {
+    "gpu_xid": ({"xid": "seventy-nine"}, "attrs.xid"),
+    "gpu_ecc": ({"type": "triple"}, "attrs.type"),
+    "gpu_thermal": ({"temp_c": "hot"}, "attrs.temp_c"),
+    "nvlink_error": ({"link": -1}, "attrs.link"),
+    "nvswitch_error": ({"text": "no sxid"}, "attrs.sxid"),
+    "nic_link": ({"device": "mlx5_0", "state": "sideways"}, "attrs.state"),
+    "nic_error": ({"count": -5}, "attrs.count"),
+    "pcie_aer": ({"severity": "mild"}, "attrs.severity"),
+    "nccl_timeout": ({"seq": "abc"}, "attrs.seq"),
+    "nccl_error": ({"rank": -1}, "attrs.rank"),
+    "host_mce": ({"text": 12}, "attrs.text"),
+    "host_mem_ecc": ({"text": ["x"]}, "attrs.text"),
+    "host_kernel": ({"text": {"a": 1}}, "attrs.text"),
+    "host_oom": ({"text": 1.5}, "attrs.text"),
+    "host_disk": ({"text": False}, "attrs.text"),
+    "host_power": ({"text": None}, "attrs.text"),
+    "host_heartbeat": ({"state": "sleepy"}, "attrs.state"),
+    "job_start": ({"reason": 7}, "attrs.reason"),
+    "job_end": ({"reason": []}, "attrs.reason"),
+    "job_fail": ({"reason": {}}, "attrs.reason"),
+    "job_restart": ({"reason": 1}, "attrs.reason"),
+    "checkpoint_save": ({"duration_s": -1}, "attrs.duration_s"),
+    "checkpoint_load": ({"step": "last"}, "attrs.step"),
+    "maintenance": ({"planned": "perhaps"}, "attrs.planned"),
+    "train_anomaly": ({"type": "vibes"}, "attrs.type"),
+}
+
+
+def event(kind: str = "gpu_xid", **fields) -> dict:
+    return {"time": T0, "host": "node0042", "kind": kind, "attrs": SAMPLES[kind], **fields}
+
+
+def test_every_kind_is_accepted_and_read_back(client):
+    batch = [event(kind, id=f"ok-{kind}", message=f"sample {kind}") for kind in SAMPLES]
+    answer = client.post("/v1/events", json=batch)
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"accepted": len(SAMPLES), "duplicates": 0, "rejected": []}
+    stored = {e["kind"]: e for e in client.get("/v1/events", params={"limit": 100}).json()["events"]}
+    assert set(stored) == set(SAMPLES)
+    for kind, attrs in SAMPLES.items():
+        assert stored[kind]["attrs"] == attrs
+        assert stored[kind]["id"] == f"ok-{kind}"
+        assert stored[kind]["time"] == T0
+        assert stored[kind]["received"].endswith("Z")
+        assert stored[kind]["severity"]
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_ATTRS))
+def test_bad_attrs_are_rejected_naming_the_field(client, kind):
+    attrs, field = BAD_ATTRS[kind]
+    answer = client.post("/v1/events", json=[{"time": T0, "host": "node0042", "kind": kind, "attrs": attrs}])
+    assert answer.status_code == 422
+    [rejected] = answer.json()["rejected"]
+    assert rejected["index"] == 0 and rejected["error"].startswith(field + ":"), rejected
+
+
+def test_mixed_batch_keeps_the_good_events(client):
+    batch = [
+        event(id="good-1"),
+        {"time": T0, "host": "node0042", "kind": "no_such_kind"},
+        {"host": "node0042", "kind": "gpu_xid", "attrs": {"xid": 1}},
+        event(id="good-2", time="2026-11-29T08:00:01+02:00"),
+        {"time": "2026-11-29T08:00:00", "host": "node0042", "kind": "job_end"},
+        "not an object",
+        event(id="good-3", time=1764403200.5),
+    ]
+    answer = client.post("/v1/events", json=batch).json()
+    assert answer["accepted"] == 3
+    errors = {r["index"]: r["error"] for r in answer["rejected"]}
+    assert set(errors) == {1, 2, 4, 5}
+    assert "unknown kind no_such_kind" in errors[1]
+    assert errors[2].startswith("time:")
+    assert "timezone" in errors[4]
+    times = {e["id"]: e["time"] for e in client.get("/v1/events").json()["events"]}
+    assert times == {"good-1": T0, "good-2": "2026-11-29T06:00:01.000000Z", "good-3": "2025-11-29T08:00:00.500000Z"}
+
+
+def test_reposting_is_idempotent_with_and_without_ids(client):
+    with_id = [event(id="abc")]
+    without_id = [event(kind="nic_link"), event(kind="host_oom")]
+    assert client.post("/v1/events", json=with_id + without_id).json()["accepted"] == 3
+    again = client.post("/v1/events", json=with_id + without_id).json()
+    assert again == {"accepted": 0, "duplicates": 3, "rejected": []}
+    within = client.post("/v1/events", json=[event(kind="gpu_ecc")] * 3).json()
+    assert within == {"accepted": 1, "duplicates": 2, "rejected": []}
+    assert len(client.get("/v1/events").json()["events"]) == 4
+
+
+def test_body_forms_ndjson_and_object(client):
+    lines = b"\n".join(orjson.dumps(event(id=f"nd-{i}")) for i in range(3))
+    answer = client.post("/v1/events", content=lines + b"\n{broken\n", headers={"content-type": "application/x-ndjson"})
+    assert answer.json()["accepted"] == 3 and answer.json()["rejected"][0]["index"] == 3
+    answer = client.post("/v1/events", json={"events": [event(id="obj-1")]})
+    assert answer.json()["accepted"] == 1
+
+
+@pytest.mark.parametrize(
+    "body, status, words",
+    [
+        (b"garbage", 400, "not valid JSON"),
+        (b"[1, 2", 400, "not valid JSON"),
+        (b"", 400, "empty body"),
+        (b"42", 400, "expected a JSON array"),
+        (b'{"events": 5}', 400, '"events" must be'),
+    ],
+)
+def test_malformed_bodies_get_a_4xx_naming_the_problem(client, body, status, words):
+    answer = client.post("/v1/events", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == status and words in answer.json()["detail"]
+
+
+def test_too_large_body_is_413(db_url):
+    srv = start_server(db_url, env={"FAULTGRAPH_MAX_BODY_BYTES": "2000", "FAULTGRAPH_MAX_BATCH_EVENTS": "5"})
+    try:
+        big = srv.client.post("/v1/events", json=[event(message="x" * 3000)])
+        assert big.status_code == 413 and "limit" in big.json()["detail"]
+        many = srv.client.post("/v1/events", json=[{"time": T0, "host": "h", "kind": "job_end"}] * 6)
+        assert many.status_code == 413 and "limit of 5" in many.json()["detail"]
+    finally:
+        srv.stop()
+
+
+def test_paging_and_filters(client):
+    batch = [
+        {"time": f"2026-11-29T08:{minute:02d}:00Z", "host": f"node{minute % 3}", "kind": "job_end", "id": f"p{minute:02d}",
+         "job": "j1" if minute < 30 else "j2", "component": f"node{minute % 3}/gpu{minute % 8}"}
+        for minute in range(60)
+    ]
+    client.post("/v1/events", json=list(reversed(batch)))
+    seen, cursor = [], None
+    while True:
+        page = client.get("/v1/events", params={"limit": 7, **({"cursor": cursor} if cursor else {})}).json()
+        seen += [e["id"] for e in page["events"]]
+        cursor = page["next"]
+        if cursor is None:
+            break
+    assert seen == [f"p{m:02d}" for m in range(60)]
+    window = client.get("/v1/events", params={"since": "2026-11-29T08:10:00Z", "until": "2026-11-29T08:20:00Z"}).json()
+    assert [e["id"] for e in window["events"]] == [f"p{m:02d}" for m in range(10, 20)]
+    assert len(client.get("/v1/events", params={"host": "node1,node2"}).json()["events"]) == 40
+    assert len(client.get("/v1/events", params={"job": "j2"}).json()["events"]) == 30
+    inside = client.get("/v1/events", params={"component": "node0"}).json()["events"]
+    assert len(inside) == 20 and all(e["component"].startswith("node0/") for e in inside)
+    assert client.get("/v1/events", params={"since": "yesterday"}).status_code == 400
+    assert client.get("/v1/events", params={"cursor": "!!"}).status_code == 400
+    assert client.get("/v1/events", params={"limit": 0}).status_code == 422
+
+
+def test_restart_keeps_every_acknowledged_event(db_url):
+    srv = start_server(db_url)
+    acknowledged = 0
+    for start in range(0, 5000, 500):
+        batch = [{"time": 1764403200 + i, "host": f"node{i % 50:04d}", "kind": "nic_error", "id": f"r{i}",
+                  "attrs": {"device": "mlx5_0", "count": i}} for i in range(start, start + 500)]
+        acknowledged += srv.client.post("/v1/events", json=batch).json()["accepted"]
+    srv.stop(kill=True)
+    srv = start_server(db_url)
+    try:
+        ids, cursor = set(), None
+        while True:
+            page = srv.client.get("/v1/events", params={"limit": 10_000, **({"cursor": cursor} if cursor else {})}).json()
+            ids |= {e["id"] for e in page["events"]}
+            if not (cursor := page["next"]):
+                break
+        assert acknowledged == 5000 and ids == {f"r{i}" for i in range(5000)}
+    finally:
+        srv.stop()
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+event_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "time": st.one_of(st.just(T0), st.integers(), st.floats(allow_nan=False), st.text(max_size=30)),
+        "host": st.one_of(st.just("node1"), st.text(max_size=10), st.integers()),
+        "kind": st.one_of(st.sampled_from(sorted(SAMPLES)), st.text(max_size=10)),
+        "attrs": json_values,
+        "rank": json_values,
+        "id": json_values,
+    },
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=st.one_of(json_values, st.lists(event_like, max_size=5), st.binary(max_size=64)))
+def test_random_bodies_never_get_a_5xx(client, body):
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    answer = client.post("/v1/events", content=content, headers={"content-type": "application/json"})
+    assert answer.status_code < 500, answer.text
