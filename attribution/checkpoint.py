@@ -140,14 +140,14 @@ def economics(
     `goodput_gain` compares the `exact` goodputs: in the first-order value Young's interval
     is optimal by construction, so Daly's would always look a little worse there.
     """
+    # A free checkpoint (C = 0) has no optimum interval: checkpoint continuously.
+    _require(save_minutes, "save_minutes", positive=True)
     mtbf_minutes = _require(mtbf_hours, "mtbf_hours", positive=True) * 60.0
     young_minutes = young(save_minutes=save_minutes, mtbf_minutes=mtbf_minutes)
     daly_minutes = daly(save_minutes=save_minutes, mtbf_minutes=mtbf_minutes)
     in_use = young_minutes if interval_minutes is None else interval_minutes
     current = goodput(interval=in_use, save=save_minutes, restart=restart_minutes, mtbf=mtbf_minutes)
-    optimum = goodput(
-        interval=daly_minutes, save=save_minutes, restart=restart_minutes, mtbf=mtbf_minutes
-    ) if daly_minutes > 0 else current  # C = 0: every interval is free of overhead
+    optimum = goodput(interval=daly_minutes, save=save_minutes, restart=restart_minutes, mtbf=mtbf_minutes)
     return {
         "save_minutes": float(save_minutes),
         "restart_minutes": float(restart_minutes),

@@ -78,6 +78,8 @@ def test_economics_answer_defaults_to_young_and_gains_by_moving_to_daly():
     assert hourly["goodput"]["value"] == pytest.approx(goodput(interval=60, save=5, restart=10, mtbf=185.4)["value"])
     assert hourly["goodput_gain"] > answer["goodput_gain"]
     assert hourly["goodput_at_optimum"] == answer["goodput_at_optimum"]
+    with pytest.raises(ValueError, match="save_minutes"):
+        economics(save_minutes=0, restart_minutes=10, mtbf_hours=3)
 
 
 def test_simulation_matches_closed_form_when_failures_are_rare():

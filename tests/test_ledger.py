@@ -5,6 +5,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attribution.causes import CAUSE_CATEGORY
 from attribution.ledger import gpu_hours_lost, ledger, published_discrepancies
@@ -165,3 +167,19 @@ def test_gpu_hours_lost_rejects_bad_input(kwargs):
     arguments = {"gpus": 8, "failed_at": T0, "resumed_at": T0 + timedelta(minutes=5), "last_checkpoint_at": None}
     with pytest.raises(ValueError):
         gpu_hours_lost(**{**arguments, **kwargs})
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.fixed_dictionaries({
+    "cause": st.sampled_from(sorted(CAUSE_CATEGORY)),
+    "gpu_hours_lost": st.floats(min_value=0, max_value=1e6),
+})))
+def test_ledger_invariants(interruptions):
+    result = ledger(interruptions)
+    assert result["unplanned"] + result["planned"] == len(interruptions)
+    assert sum(row["count"] for row in result["causes"]) == result["unplanned"]
+    assert sum(row["count"] for row in result["categories"]) == result["unplanned"]
+    if result["unplanned"]:
+        assert sum(row["share"] for row in result["categories"]) == pytest.approx(1.0)
+    hours = sum(i["gpu_hours_lost"] for i in interruptions)
+    assert sum(r["gpu_hours_lost"] for r in result["causes"]) + result["planned_gpu_hours_lost"] == pytest.approx(hours)

@@ -8,6 +8,8 @@ from pathlib import Path
 from statistics import NormalDist
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attribution.reliability import (
     between_failures,
@@ -201,3 +203,11 @@ def test_titan_failures_cluster():
     assert result["median_hours"] == pytest.approx(2.61, abs=0.01)
     assert result["weibull"]["shape"] == pytest.approx(0.486, abs=0.005)
     assert result["weibull"]["shape"] < 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(min_value=1, max_value=20_000), hours=st.floats(min_value=1e-3, max_value=1e7))
+def test_interval_always_brackets_the_estimate(n, hours):
+    result = mtbf(interruptions=n, observed_hours=hours)
+    low, high = result["ci95"]
+    assert 0 < low < result["mtbf_hours"] < high
