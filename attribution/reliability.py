@@ -126,8 +126,9 @@ def chi2_quantile(p: float, *, dof: float) -> float:
 def _exponential_ci95(*, failures: int, hours: float) -> list[float | None]:
     """Two-sided 95% interval for the mean of an exponential law, time-terminated test.
 
-    Convention (e.g. NIST/SEMATECH e-Handbook §8.1.7.1; MIL-HDBK-781): with n failures in
-    a fixed observed time T and χ²(p, k) the p-quantile of χ² with k degrees of freedom,
+    Convention of the time-terminated (Type I censored) test, as in the NIST/SEMATECH
+    e-Handbook of Statistical Methods and MIL-HDBK-781: with n failures in a fixed observed
+    time T and χ²(p, k) the p-quantile of χ² with k degrees of freedom,
         low  = 2T / χ²(0.975, 2n + 2)      high = 2T / χ²(0.025, 2n).
     The extra 2 degrees of freedom in the lower bound account for the failure that would
     have come after the observation window closed. With n = 0 there is no upper bound
