@@ -208,3 +208,7 @@ def heterogeneous_example() -> dict[str, list[dict[str, Any]]]:
             if i % 2:  # NVLink bridge between the GPUs of a pair
                 links.append(_link(f"{host}/gpu{i - 1}", gpu, "nvlink", {"gpu_links": [0, 1, 2, 3]}))
     return body
+
+
+# The layouts `faultgraph topology generate <layout>` offers, by CLI name.
+LAYOUTS = {"rail-optimized": rail_optimized, "heterogeneous-example": heterogeneous_example}

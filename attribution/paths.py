@@ -60,7 +60,10 @@ class Paths:
     def __init__(self, topology: Topology, pxn: bool = True) -> None:
         self.topology = topology
         self.pxn = pxn
-        self._graph = topology.graph
+        # networkx's own adjacency and node dicts: the public views wrap every lookup in
+        # a Python-level Mapping, which is most of a path query's cost at this scale.
+        self._adj = topology.graph._adj
+        self._node = topology.graph._node
         self._nic_chain: dict[str, tuple[str, ...]] = {}
         self._fabric: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {}
         self._switch_distances: dict[str, dict[str, int]] = {}
@@ -149,7 +152,7 @@ class Paths:
         nodes.update((a, b))
         if a == b:
             return
-        adj = self._graph.adj
+        adj = self._adj
         if b in adj[a] and adj[a][b]["type"] == "nvlink":
             links.add(link_id(a, b))
             return
@@ -168,20 +171,20 @@ class Paths:
 
     def _nvswitches(self, gpu: str) -> set[str]:
         return {
-            n for n, d in self._graph.adj[gpu].items()
-            if d["type"] == "nvlink" and self._graph.nodes[n]["type"] == "nvswitch"
+            n for n, d in self._adj[gpu].items()
+            if d["type"] == "nvlink" and self._node[n]["type"] == "nvswitch"
         }
 
     def _nvlink_peers(self, gpu: str) -> set[str]:
         """GPUs `gpu` reaches over NVLink alone (direct or through an NVSwitch)."""
         peers: set[str] = set()
-        for n, d in self._graph.adj[gpu].items():
+        for n, d in self._adj[gpu].items():
             if d["type"] != "nvlink":
                 continue
-            if self._graph.nodes[n]["type"] == "gpu":
+            if self._node[n]["type"] == "gpu":
                 peers.add(n)
-            elif self._graph.nodes[n]["type"] == "nvswitch":
-                peers.update(m for m, e in self._graph.adj[n].items() if e["type"] == "nvlink")
+            elif self._node[n]["type"] == "nvswitch":
+                peers.update(m for m, e in self._adj[n].items() if e["type"] == "nvlink")
         peers.discard(gpu)
         return peers
 
@@ -229,12 +232,12 @@ class Paths:
         return None
 
     def _rail(self, nic: str) -> object:
-        return self._graph.nodes[nic]["attrs"].get("rail")
+        return self._node[nic]["attrs"].get("rail")
 
     def _leaves(self, nic: str) -> set[str]:
         return {
-            n for n, d in self._graph.adj[nic].items()
-            if d["type"] in ("ib", "eth") and self._graph.nodes[n]["type"] == "switch"
+            n for n, d in self._adj[nic].items()
+            if d["type"] in ("ib", "eth") and self._node[n]["type"] == "switch"
         }
 
     def _fabric_between(self, la: str, lb: str) -> tuple[frozenset[str], frozenset[str]]:
@@ -243,7 +246,7 @@ class Paths:
         cached = self._fabric.get(key)
         if cached is not None:
             return cached
-        adj = self._graph.adj
+        adj = self._adj
         if lb in adj[la]:
             result = (frozenset((la, lb)), frozenset((link_id(la, lb),)))
         else:
@@ -260,8 +263,8 @@ class Paths:
         return result
 
     def _switch_neighbours(self, switch: str) -> set[str]:
-        nodes = self._graph.nodes
-        return {n for n in self._graph.adj[switch] if nodes[n]["type"] == "switch"}
+        nodes = self._node
+        return {n for n in self._adj[switch] if nodes[n]["type"] == "switch"}
 
     def _shortest_switch_paths(self, la: str, lb: str) -> tuple[frozenset[str], frozenset[str]]:
         """Every node and edge on a shortest path over switches (deeper fabrics)."""
@@ -304,7 +307,7 @@ class Paths:
     def _chain_to(self, gpu: str, target: str) -> tuple[str, ...]:
         """Shortest PCIe chain inside the host from `gpu` to a component of type
         `target`; when several tie, GPUs and targets under one parent pair off in order."""
-        nodes, adj = self._graph.nodes, self._graph.adj
+        nodes, adj = self._node, self._adj
         host = nodes[gpu]["host"]
         parent: dict[str, str | None] = {gpu: None}
         frontier = [gpu]
@@ -338,10 +341,10 @@ class Paths:
         branch = gpu
         while parent[branch] is not None and parent[branch] != hub:
             branch = parent[branch]  # type: ignore[assignment]
-        branch_type = self._graph.nodes[branch]["type"]
+        branch_type = self._node[branch]["type"]
         siblings = sorted(
-            (n for n, d in self._graph.adj[hub].items()
-             if d["type"] == "pcie" and self._graph.nodes[n]["type"] == branch_type),
+            (n for n, d in self._adj[hub].items()
+             if d["type"] == "pcie" and self._node[n]["type"] == branch_type),
             key=_natural,
         )
         position = siblings.index(branch) if branch in siblings else 0

@@ -192,6 +192,10 @@ class Topology:
 # --------------------------------------------------------------------------- validation
 
 
+def _is_tier(value: Any) -> bool:
+    return isinstance(value, str) and value in SWITCH_TIERS
+
+
 def _validate(body: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Check the whole body, collecting every problem before failing, so one upload
     tells the operator everything that is wrong (first few of each kind named)."""
@@ -221,13 +225,13 @@ def _validate(body: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         if cid in seen:
             note("duplicate component id", cid)
         seen.add(cid)
-        if kind not in COMPONENT_TYPES:
+        if not isinstance(kind, str) or kind not in COMPONENT_TYPES:
             note(f"unknown component type (known: {', '.join(sorted(COMPONENT_TYPES))})", f"{cid} ({kind!r})")
         if host is not None and not isinstance(host, str):
             note("component host is not a string", cid)
         if attrs is not None and not isinstance(attrs, dict):
             note("component attrs is not an object", cid)
-        elif kind == "switch" and (attrs or {}).get("tier") not in SWITCH_TIERS:
+        elif kind == "switch" and not _is_tier((attrs or {}).get("tier")):
             note("switch without attrs.tier leaf/spine/core", cid)
         if kind == "host" and host not in (None, cid):
             note("host component names another host", cid)
@@ -251,7 +255,7 @@ def _validate(body: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         if pair in pairs:
             note("duplicate link", name)
         pairs.add(pair)
-        if kind not in LINK_TYPES:
+        if not isinstance(kind, str) or kind not in LINK_TYPES:
             note(f"unknown link type (known: {', '.join(sorted(LINK_TYPES))})", f"{name} ({kind!r})")
         if attrs is not None and not isinstance(attrs, dict):
             note("link attrs is not an object", name)

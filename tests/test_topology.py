@@ -4,6 +4,8 @@ import copy
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attribution.generators import DGX_H100_GPU_BUSES, heterogeneous_example, rail_optimized
 from attribution.topology import Topology, TopologyError, link_id, split_link_id
@@ -148,6 +150,9 @@ def test_minimal_body_loads():
         (lambda b: b["components"].append({"id": "leaf-1", "type": "switch", "attrs": {}}), ["tier", "leaf-1"]),
         (lambda b: b["components"].append("h0/gpu1"), ["not an object", "#3"]),
         (lambda b: b.update(links="nope"), ["links", "list"]),
+        (lambda b: b["components"].append({"id": "h0/x", "type": ["gpu"]}), ["unknown component type", "h0/x"]),
+        (lambda b: b["links"].append({"a": "h0", "b": "h0/gpu0", "type": {}}), ["unknown link type"]),
+        (lambda b: b["components"].append({"id": "sw", "type": "switch", "attrs": {"tier": []}}), ["tier", "sw"]),
     ],
 )
 def test_validation_names_the_offender(mutate, words):
@@ -177,3 +182,25 @@ def test_validation_reports_every_problem_and_caps_offenders():
 def test_wrong_shape_is_a_topology_error(body):
     with pytest.raises(TopologyError):
         Topology.from_dict(body)
+
+
+_KEYS = st.sampled_from(["id", "type", "host", "attrs", "a", "b", "tier", "components", "links"])
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+    | st.sampled_from(["h0", "h0/gpu0", "gpu", "host", "switch", "leaf", "nvlink", "pcie"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=5),
+    max_leaves=20,
+)
+_component = st.fixed_dictionaries({"id": _json}, optional={"type": _json, "host": _json, "attrs": _json})
+_link_item = st.fixed_dictionaries({"a": _json, "b": _json}, optional={"type": _json, "attrs": _json})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.fixed_dictionaries({"components": st.lists(_component | _json, max_size=5), "links": st.lists(_link_item | _json, max_size=5)}) | _json)
+def test_any_json_loads_or_raises_topology_error(body):
+    try:
+        topo = Topology.from_dict(body)
+    except TopologyError as error:
+        assert error.problems
+    else:
+        assert Topology.from_dict(topo.to_dict()).counts() == topo.counts()
