@@ -42,6 +42,8 @@ def link_id(a: str, b: str) -> str:
 
 def split_link_id(link: str) -> tuple[str, str] | None:
     """The two ends of a link id, or None when `link` is not one."""
+    if not isinstance(link, str):
+        return None
     a, sep, b = link.partition("~")
     if not sep or not a or not b or "~" in b:
         return None
@@ -106,24 +108,24 @@ class Topology:
 
     def component(self, component: str) -> dict[str, Any] | None:
         """One component as `{"id", "type", "host", "attrs"}`, or None if unknown."""
-        data = self.graph.nodes.get(component)
+        data = self._data(component)
         if data is None:
             return None
         return {"id": component, "type": data["type"], "host": data["host"], "attrs": data["attrs"]}
 
     def type_of(self, component: str) -> str | None:
         """The component's type, or None if unknown."""
-        data = self.graph.nodes.get(component)
+        data = self._data(component)
         return None if data is None else data["type"]
 
     def attrs(self, component: str) -> dict[str, Any]:
         """The component's attrs ({} when unknown) — read-only by convention."""
-        data = self.graph.nodes.get(component)
+        data = self._data(component)
         return {} if data is None else data["attrs"]
 
     def host_of(self, component: str) -> str | None:
         """The host a component lives in (a host is its own host); None for fabric."""
-        data = self.graph.nodes.get(component)
+        data = self._data(component)
         if data is None:
             return None
         return component if data["type"] == "host" else data["host"]
@@ -146,11 +148,11 @@ class Topology:
         if ends is None:
             return None
         a, b = ends
-        data = self.graph.adj.get(a, {}).get(b)
+        data = self.graph.adj[a].get(b) if a in self.graph else None
         return None if data is None else self._link(a, b, data)
 
     def has_link(self, a: str, b: str) -> bool:
-        return b in self.graph.adj.get(a, {})
+        return a in self.graph and b in self.graph.adj[a]
 
     def hosts(self) -> list[str]:
         """Every host named by the graph, as a host component or as a `host` field."""
@@ -182,6 +184,10 @@ class Topology:
     def link_ids(self) -> Iterator[str]:
         """Every link id in the graph."""
         return (link_id(u, v) for u, v in self.graph.edges())
+
+    def _data(self, component: object) -> dict[str, Any] | None:
+        # Ids come from request paths and event bodies: anything unhashable is unknown.
+        return self.graph.nodes.get(component) if isinstance(component, str) else None
 
     @staticmethod
     def _link(a: str, b: str, data: dict[str, Any]) -> dict[str, Any]:
