@@ -8,7 +8,6 @@ read. Loading is bulk (`add_nodes_from` / `add_edges_from` over generators) beca
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import networkx as nx
@@ -180,10 +179,6 @@ class Topology:
         link_counts = Counter(t for _, _, t in self.graph.edges(data="type"))
         out.update({f"link:{t}": n for t, n in link_counts.items()})
         return out
-
-    def link_ids(self) -> Iterator[str]:
-        """Every link id in the graph."""
-        return (link_id(u, v) for u, v in self.graph.edges())
 
     def _data(self, component: object) -> dict[str, Any] | None:
         # Ids come from request paths and event bodies: anything unhashable is unknown.
