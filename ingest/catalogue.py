@@ -20,6 +20,7 @@ CATALOGUE_DIR = Path(__file__).with_name("catalogue")
 SEVERITIES = ("info", "warning", "error", "critical")
 ACTIONS = ("evict", "restart", "replace", "rollback", "none")
 ROLES = ("root", "cascade")
+_WORD = re.compile(r"[A-Za-z0-9_]+")
 KINDS = (
     "gpu_xid", "gpu_ecc", "gpu_thermal", "nvlink_error", "nvswitch_error", "nic_link",
     "nic_error", "pcie_aer", "nccl_timeout", "nccl_error", "host_mce", "host_mem_ecc",
@@ -48,7 +49,7 @@ class CodeEntry:
 
 @dataclass(frozen=True)
 class Rule:
-    """One log pattern: a literal keyword that must appear, then a regex with named groups."""
+    """One log pattern: a word that must appear in the line, then a regex with named groups."""
 
     id: str
     kind: str
@@ -70,7 +71,6 @@ class Extractor:
     """A secondary regex run on the message of events of some kinds, adding attrs."""
 
     kinds: frozenset[str]
-    keyword: str
     regex: re.Pattern[str]
 
 
@@ -134,6 +134,8 @@ def _rules(data: dict[str, Any], maps: dict[str, dict[str, str]]) -> tuple[Rule,
             raise ValueError(f"{where}: duplicate id")
         seen.add(r["id"])
         regex = _compile(r["regex"], where)
+        if not _WORD.fullmatch(r["keyword"]):
+            raise ValueError(f"{where}: keyword {r['keyword']!r} is not a single word")
         derive = {attr: (spec["map"], spec["from"]) for attr, spec in r.get("derive", {}).items()}
         severity_from = None
         if "severity_from" in r:
@@ -165,9 +167,9 @@ def load() -> Catalogue:
     data = tomllib.loads((CATALOGUE_DIR / "patterns.toml").read_text())
     maps = {name: dict(m) for name, m in data.get("maps", {}).items()}
     extractors = tuple(
-        Extractor(kinds=frozenset(x["kinds"]), keyword=x["keyword"],
-                  regex=_compile(x["regex"], f"patterns.toml extract {x['keyword']!r}"))
-        for x in data.get("extract", [])
+        Extractor(kinds=frozenset(x["kinds"]),
+                  regex=_compile(x["regex"], f"patterns.toml extract {i}"))
+        for i, x in enumerate(data.get("extract", []))
     )
     return Catalogue(
         xid=xid, sxid=sxid, sxid_units=units, rules=_rules(data, maps), extractors=extractors,
