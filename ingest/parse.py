@@ -98,7 +98,7 @@ def _event(rule: catalogue.Rule, match: re.Match[str], message: str, time: datet
         event["rank"] = rank
     if rule.component and host:
         try:
-            event["component"] = rule.component.format(host=host, **attrs)
+            event["component"] = rule.component.format_map({**attrs, "host": host})
         except KeyError:  # the template names an attr this line did not give
             pass
     return event
@@ -142,13 +142,13 @@ def _ranks(attrs: dict[str, Any]) -> int | None:
     """The job's global rank, and `pg` naming the process group of `pg_rank`.
 
     PyTorch >= 2.2 prefixes `[rankN]:` (global) and names the group `[PG ID i PG GUID
-    g(name) Rank r]`; older versions print only `[Rank r]`, which was then the default
-    group's rank, i.e. the global one.
+    g(name) Rank r]`; older versions print only `[Rank r]`. Without the prefix, a rank in
+    the default group (PG 0, or no group named, as before 2.2) is the global rank.
     """
     pg_name, pg_id = attrs.pop("pg_name", None), attrs.pop("pg_id", None)
     attrs.pop("pg_guid", None)
     if pg_name or pg_id:
         attrs["pg"] = pg_name or pg_id
-    if "rank" not in attrs and "pg_rank" in attrs and "pg" not in attrs:
+    if "rank" not in attrs and "pg_rank" in attrs and pg_id in (None, "0"):
         attrs["rank"] = attrs["pg_rank"]
     return attrs.get("rank")
