@@ -59,6 +59,7 @@ class Rule:
     cause: str
     role: str
     source: str
+    example: str
     attrs: dict[str, Any] = field(default_factory=dict)
     codes: str | None = None  # "xid" / "sxid": severity, cause and role come from that table
     component: str | None = None  # template over host and attrs, e.g. "{host}/{device}"
@@ -150,7 +151,8 @@ def _rules(data: dict[str, Any], maps: dict[str, dict[str, str]]) -> tuple[Rule,
             id=r["id"], kind=_check(r["kind"], KINDS, "kind", where), keyword=r["keyword"],
             regex=regex, severity=_check(r["severity"], SEVERITIES, "severity", where),
             cause=_check_cause(r["cause"], where), role=_check(r["role"], ROLES, "role", where),
-            source=r["source"], attrs=dict(r.get("attrs", {})), codes=r.get("codes"),
+            source=r["source"], example=r["example"], attrs=dict(r.get("attrs", {})),
+            codes=r.get("codes"),
             component=r.get("component"), derive=derive, severity_from=severity_from,
         ))
     return tuple(rules)
@@ -158,13 +160,22 @@ def _rules(data: dict[str, Any], maps: dict[str, dict[str, str]]) -> tuple[Rule,
 
 @cache
 def load() -> Catalogue:
-    """Read and validate the three catalogue files; cached, so callers may call it freely."""
-    xid, _ = _codes(CATALOGUE_DIR / "xid.toml", "xid")
-    sxid, sxid_data = _codes(CATALOGUE_DIR / "sxid.toml", "sxid")
+    """The shipped catalogue, read and validated once; callers may call this freely."""
+    return load_dir(CATALOGUE_DIR)
+
+
+def load_dir(directory: Path) -> Catalogue:
+    """Read and validate xid.toml, sxid.toml and patterns.toml from `directory`.
+
+    Raises ValueError naming the file and entry of the first bad value (a cause not in
+    SPEC §6, an unknown kind, severity, action, map or source, a bad regex).
+    """
+    xid, _ = _codes(directory / "xid.toml", "xid")
+    sxid, sxid_data = _codes(directory / "sxid.toml", "sxid")
     units = {int(k): v for k, v in sxid_data["units"].items()}
     for k, unit in units.items():
         _check_cause(unit["cause"], f"sxid.toml units {k}")
-    data = tomllib.loads((CATALOGUE_DIR / "patterns.toml").read_text())
+    data = tomllib.loads((directory / "patterns.toml").read_text())
     maps = {name: dict(m) for name, m in data.get("maps", {}).items()}
     extractors = tuple(
         Extractor(kinds=frozenset(x["kinds"]),
