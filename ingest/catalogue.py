@@ -49,11 +49,11 @@ class CodeEntry:
 
 @dataclass(frozen=True)
 class Rule:
-    """One log pattern: a word that must appear in the line, then a regex with named groups."""
+    """One log pattern: words one of which must appear in the line, then a regex."""
 
     id: str
     kind: str
-    keyword: str
+    keywords: tuple[str, ...]
     regex: re.Pattern[str]
     severity: str
     cause: str
@@ -135,8 +135,10 @@ def _rules(data: dict[str, Any], maps: dict[str, dict[str, str]]) -> tuple[Rule,
             raise ValueError(f"{where}: duplicate id")
         seen.add(r["id"])
         regex = _compile(r["regex"], where)
-        if not _WORD.fullmatch(r["keyword"]):
-            raise ValueError(f"{where}: keyword {r['keyword']!r} is not a single word")
+        keywords = (r["keyword"],) if isinstance(r["keyword"], str) else tuple(r["keyword"])
+        for keyword in keywords:
+            if not _WORD.fullmatch(keyword):
+                raise ValueError(f"{where}: keyword {keyword!r} is not a single word")
         derive = {attr: (spec["map"], spec["from"]) for attr, spec in r.get("derive", {}).items()}
         severity_from = None
         if "severity_from" in r:
@@ -148,7 +150,7 @@ def _rules(data: dict[str, Any], maps: dict[str, dict[str, str]]) -> tuple[Rule,
             for sev in maps[severity_from[0]].values():
                 _check(sev, SEVERITIES, "severity", f"map {severity_from[0]}")
         rules.append(Rule(
-            id=r["id"], kind=_check(r["kind"], KINDS, "kind", where), keyword=r["keyword"],
+            id=r["id"], kind=_check(r["kind"], KINDS, "kind", where), keywords=keywords,
             regex=regex, severity=_check(r["severity"], SEVERITIES, "severity", where),
             cause=_check_cause(r["cause"], where), role=_check(r["role"], ROLES, "role", where),
             source=r["source"], example=r["example"], attrs=dict(r.get("attrs", {})),

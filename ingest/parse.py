@@ -1,7 +1,7 @@
 """Turn raw log lines into SPEC §1 event dicts with the rules of `ingest/catalogue/`.
 
 Most lines a host writes match nothing, so the cost that matters is rejecting them. Every
-rule names one keyword, a word that must occur in the line; the line is cut into words
+rule names its keywords, words one of which must occur in the line; the line is cut into words
 with one `bytes.translate` and `split` (C speed) and dropped unless a word is a keyword.
 Only then is its timestamp split and are the rules with a present keyword tried (in
 catalogue order, first match wins). A regex alternation over the keywords instead runs
@@ -28,8 +28,8 @@ from ingest.timestamps import split_timestamp
 _CAT = catalogue.load()
 # Bytes that are not part of a word (ASCII other than letters, digits, "_") become spaces.
 _WORD_BYTES = bytes(c if c >= 128 or c == 95 or chr(c).isalnum() else 32 for c in range(256))
-_KEYWORDS = frozenset(r.keyword.encode() for r in _CAT.rules)
-_RULES = tuple((r.keyword.encode(), r) for r in _CAT.rules)
+_KEYWORDS = frozenset(k.encode() for r in _CAT.rules for k in r.keywords)
+_RULES = tuple((frozenset(k.encode() for k in r.keywords), r) for r in _CAT.rules)
 
 
 def parse_line(line: str, *, host: str | None = None, source: str | None = None,
@@ -47,8 +47,8 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
     present = _KEYWORDS.intersection(words)
     received = received or datetime.now(timezone.utc)
     time, header_host, message = split_timestamp(line, received=received, boot_time=boot_time)
-    for keyword, rule in _RULES:
-        if keyword in present:
+    for keywords, rule in _RULES:
+        if not keywords.isdisjoint(present):
             match = rule.regex.search(message)
             if match:
                 return _event(rule, match, message, time or received.astimezone(timezone.utc),

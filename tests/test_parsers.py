@@ -117,6 +117,18 @@ EXTRA: list[tuple[str, dict[str, Any] | None]] = [
     ("[PG ID 12 PG GUID 99(EXPERT_MODEL_PARALLEL_GROUP) Rank 4] ProcessGroupNCCL's watchdog got "
      "stuck for 480 seconds without making progress",
      {"kinds": ["nccl_timeout"], "attrs": {"pg": "EXPERT_MODEL_PARALLEL_GROUP", "pg_rank": 4}}),
+    # A public PyTorch watchdog log (the lines that follow a remote failure, one per line as
+    # an agent reads them; found with find_string "ncclRemoteError: A call failed possibly")
+    ("[rank1]:[E ProcessGroupNCCL.cpp:1414] [PG 0 Rank 1] Process group watchdog thread terminated "
+     "with exception: NCCL error: remote process exited or there was a network error, NCCL "
+     "version 2.20.5",
+     {"kinds": ["nccl_error"], "attrs": {"code": "ncclRemoteError", "pg_rank": 1}, "rank": 1}),
+    ("ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
+     "prematurely.", {"kinds": ["nccl_error"], "attrs": {"code": "ncclRemoteError"}}),
+    ("Last error:", None),
+    ("socketProgress: Connection closed by remote peer gpu-node1.int.hpcie.labs.faculty.ie.edu<45074>",
+     {"kinds": ["nccl_error"], "attrs": {"transport": "socket", "peer_port": 45074},
+      "peer": "gpu-node1.int.hpcie.labs.faculty.ie.edu"}),
     # NCCL issue log quoted in a vLLM report: newer NCCL names the device and port
     ("07d92dd514d4:142935:143254 [0] transport/net_ib.cc:100 NCCL WARN NET/IB : mlx5_3:1 Got "
      "async event : GID table change",
@@ -228,7 +240,7 @@ def test_line_without_time_gets_receive_time() -> None:
 
 # ------------------------------------------------------------------ robustness
 
-_KEYWORDS = sorted({r.keyword for r in catalogue.load().rules})
+_KEYWORDS = sorted({k for r in catalogue.load().rules for k in r.keywords})
 _FRAGMENTS = ["NVRM: Xid (PCI:0000:01:00): ", "[rank", "]:", "[PG ID ", " Rank ", "WorkNCCL(",
               "SeqNum=", "Timeout(ms)=", "mlx5_core 0000:01:00.0 ", "{", "}", "(", ")", "\n",
               "Nov 29 08:00:00 ", "2026-11-29T08:00:00Z ", "[Fri Oct 14 14:56:49 2022] "]
