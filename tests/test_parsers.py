@@ -117,6 +117,13 @@ EXTRA: list[tuple[str, dict[str, Any] | None]] = [
     ("[PG ID 12 PG GUID 99(EXPERT_MODEL_PARALLEL_GROUP) Rank 4] ProcessGroupNCCL's watchdog got "
      "stuck for 480 seconds without making progress",
      {"kinds": ["nccl_timeout"], "attrs": {"pg": "EXPERT_MODEL_PARALLEL_GROUP", "pg_rank": 4}}),
+    # AWS SageMaker HyperPod docs (corpus): Xid 74-style NVLink text names the link
+    ("NVRM: Xid (PCI:0000:b9:00): 74, pid=<unknown>, name=<unknown>, NVLink: fatal error detected "
+     "on link 6(0x10000, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)",
+     {"kinds": ["gpu_xid"], "attrs": {"xid": 74, "link": 6, "cause": "nvlink"}}),
+    # pytorch/pytorch#58155, NVIDIA/srt-slurm#307: the job's own view of a hardware fault
+    ("RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
+     {"kinds": ["nvlink_error"], "attrs": {"cause": "nvlink"}}),
     # A public PyTorch watchdog log (the lines that follow a remote failure, one per line as
     # an agent reads them; found with find_string "ncclRemoteError: A call failed possibly")
     ("[rank1]:[E ProcessGroupNCCL.cpp:1414] [PG 0 Rank 1] Process group watchdog thread terminated "
