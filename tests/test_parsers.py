@@ -262,6 +262,10 @@ def test_parse_line_never_raises(text: str) -> None:
     assert event is None or event["kind"] in catalogue.KINDS
 
 
+def test_absurd_numbers_are_not_events() -> None:
+    assert parse_line("NVRM: Xid (PCI:0000:01:00): " + "9" * 5000 + ", x") is None
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text())
 def test_split_timestamp_never_raises(text: str) -> None:
