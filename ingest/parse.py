@@ -30,7 +30,9 @@ _CAT = catalogue.load()
 # Bytes that are not part of a word (ASCII other than letters, digits, "_") become spaces.
 _WORD_BYTES = bytes(c if c >= 128 or c == 95 or chr(c).isalnum() else 32 for c in range(256))
 _KEYWORDS = frozenset(k.encode() for r in _CAT.rules for k in r.keywords)
-_RULES = tuple((frozenset(k.encode() for k in r.keywords), r) for r in _CAT.rules)
+# keyword -> positions of the rules that name it, so a line tries only its candidates.
+_RULES_BY_KEYWORD = {k: tuple(i for i, r in enumerate(_CAT.rules) if k.decode() in r.keywords)
+                     for k in _KEYWORDS}
 
 
 def parse_line(line: str, *, host: str | None = None, source: str | None = None,
@@ -45,18 +47,18 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
     words = line.encode("utf-8", "surrogatepass").translate(_WORD_BYTES).split()
     if _KEYWORDS.isdisjoint(words):
         return None
-    present = _KEYWORDS.intersection(words)
+    candidates = sorted({i for k in _KEYWORDS.intersection(words) for i in _RULES_BY_KEYWORD[k]})
     received = received or datetime.now(timezone.utc)
     time, header_host, message = split_timestamp(line, received=received, boot_time=boot_time)
-    for keywords, rule in _RULES:
-        if not keywords.isdisjoint(present):
-            match = rule.regex.search(message)
-            if match:
-                try:
-                    return _event(rule, match, message, time or received.astimezone(timezone.utc),
-                                  header_host or host, source)
-                except ValueError:  # a number too long for int(): not a line a driver wrote
-                    continue
+    for i in candidates:
+        rule = _CAT.rules[i]
+        match = rule.regex.search(message)
+        if match:
+            try:
+                return _event(rule, match, message, time or received.astimezone(timezone.utc),
+                              header_host or host, source)
+            except ValueError:  # a number too long for int(): not a line a driver wrote
+                continue
     return None
 
 
