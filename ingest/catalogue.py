@@ -85,7 +85,6 @@ class Catalogue:
     maps: dict[str, dict[str, str]]
     int_attrs: frozenset[str]
     null_values: frozenset[str]
-    sources: dict[str, str]
 
 
 def _check(value: str, allowed: tuple[str, ...], what: str, where: str) -> str:
@@ -187,7 +186,7 @@ def load_dir(directory: Path) -> Catalogue:
     return Catalogue(
         xid=xid, sxid=sxid, sxid_units=units, rules=_rules(data, maps), extractors=extractors,
         maps=maps, int_attrs=frozenset(data["types"]["int"]),
-        null_values=frozenset(data["types"]["null"]), sources=dict(data.get("sources", {})),
+        null_values=frozenset(data["types"]["null"]),
     )
 
 

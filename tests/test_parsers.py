@@ -87,6 +87,8 @@ EXTRA: list[tuple[str, dict[str, Any] | None]] = [
     # prometheus/node_exporter#3511 (APEI/GHES)
     ("Dec 29 05:24:23 proxmox kernel: {35}[Hardware Error]: event severity: corrected",
      {"kinds": ["host_mce"], "attrs": {"hw_severity": "corrected"}}),
+    ("Dec 29 05:24:23 proxmox kernel: {35}[Hardware Error]:   physical_address: 0x0000006a47d1f540",
+     None),  # a detail line of the same record
     # radiasoft/devops#134 (syslog header without host; EDAC detail line without a count)
     ("Feb 23 03:28:16  kernel: EDAC MC1: 1 CE memory scrubbing error on CPU_SrcID#1_Ha#0_Chan#0_"
      "DIMM#0 (channel:0 slot:0 page:0xee30a0 offset:0x0 grain:32 syndrome:0x0 -  area:DRAM "
