@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ingest import catalogue
-from ingest.timestamps import split_timestamp
+from ingest.timestamps import as_utc, split_timestamp
 
 _CAT = catalogue.load()
 # Bytes that are not part of a word (ASCII other than letters, digits, "_") become spaces.
@@ -38,25 +38,29 @@ _RULES_BY_KEYWORD = {k: tuple(i for i, r in enumerate(_CAT.rules) if k.decode() 
 def parse_line(line: str, *, host: str | None = None, source: str | None = None,
                received: datetime | None = None,
                boot_time: datetime | None = None) -> dict[str, Any] | None:
-    """The event a line describes, or None when no rule matches it.
+    """The event a line describes (trailing newline ignored), or None when no rule matches.
 
     `host` is used when the line has no syslog header; `source` (e.g. "kmsg") is kept as
     `attrs.source`; `received` is the time for lines without their own (default: now);
-    `boot_time` dates /dev/kmsg records.
+    `boot_time` dates /dev/kmsg records. Naive datetimes are taken as UTC. Raises
+    ValueError for a line that is not a str.
     """
+    if not isinstance(line, str):
+        raise ValueError(f"a log line must be a str, not {type(line).__name__}")
+    line = line.rstrip("\r\n")
     words = line.encode("utf-8", "surrogatepass").translate(_WORD_BYTES).split()
     if _KEYWORDS.isdisjoint(words):
         return None
     candidates = sorted({i for k in _KEYWORDS.intersection(words) for i in _RULES_BY_KEYWORD[k]})
-    received = received or datetime.now(timezone.utc)
+    received = as_utc(received) if received else datetime.now(timezone.utc)
     time, header_host, message = split_timestamp(line, received=received, boot_time=boot_time)
     for i in candidates:
         rule = _CAT.rules[i]
         match = rule.regex.search(message)
         if match:
             try:
-                return _event(rule, match, message, time or received.astimezone(timezone.utc),
-                              header_host or host, source)
+                return _event(rule, match, message, time or received, header_host or host,
+                              source)
             except ValueError:  # a number too long for int(): not a line a driver wrote
                 continue
     return None
@@ -66,11 +70,11 @@ def parse_lines(lines: Iterable[str], *, host: str | None = None, source: str | 
                 received: datetime | None = None,
                 boot_time: datetime | None = None) -> tuple[list[dict[str, Any]], int]:
     """(events, number of lines that matched no rule), trailing newlines ignored."""
-    received = received or datetime.now(timezone.utc)
+    received = as_utc(received) if received else datetime.now(timezone.utc)
     events: list[dict[str, Any]] = []
     unmatched = 0
     for line in lines:
-        event = parse_line(line.rstrip("\r\n"), host=host, source=source, received=received,
+        event = parse_line(line, host=host, source=source, received=received,
                            boot_time=boot_time)
         if event is None:
             unmatched += 1

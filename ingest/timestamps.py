@@ -54,6 +54,11 @@ def _zone(text: str | None) -> timezone:
     return timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
 
 
+def as_utc(t: datetime) -> datetime:
+    """A datetime in UTC; a naive one is taken to be UTC already."""
+    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
+
+
 def _in_receipt_year(month: int, day: int, h: int, m: int, s: int, micro: int,
                      received: datetime) -> datetime:
     """A yearless time in the year of receipt; a line stamped just before New Year but
@@ -79,11 +84,12 @@ def split_timestamp(line: str, *, received: datetime | None = None,
     """(time in UTC or None, host from a syslog header or None, the rest of the line).
 
     `received` supplies the year for yearless formats (default: now); `boot_time` turns
-    /dev/kmsg's microseconds since boot into an absolute time. Never raises on odd text:
+    /dev/kmsg's microseconds since boot into an absolute time. Naive datetimes are UTC. Never raises on odd text:
     an impossible date (Feb 30) just means no time was found.
     """
     try:
-        return _split(line, received or datetime.now(timezone.utc), boot_time)
+        return _split(line, as_utc(received) if received else datetime.now(timezone.utc),
+                      as_utc(boot_time) if boot_time else None)
     except (ValueError, OverflowError):
         return None, None, line
 
@@ -106,7 +112,7 @@ def _split(line: str, received: datetime,
         m = _KMSG.match(line)
         if m:
             t = boot_time + timedelta(microseconds=int(m.group(1))) if boot_time else None
-            return (t.astimezone(timezone.utc) if t else None), None, line[m.end():]
+            return t, None, line[m.end():]
     elif first == "[":
         m = _CTIME.match(line)
         if m:
@@ -121,7 +127,7 @@ def _split(line: str, received: datetime,
         if m:
             mon, d, h, mi, s, frac, host = m.groups()
             t = _in_receipt_year(_MONTHS[mon], int(d), int(h), int(mi), int(s), _micro(frac),
-                                 received.astimezone(timezone.utc))
+                                 received)
             return t, host, _strip_kernel_tag(line[m.end():])
     elif first in "kudsl":
         m = _DMESG_DECODE.match(line)
@@ -131,7 +137,6 @@ def _split(line: str, received: datetime,
     m = _GLOG.search(line, 0, _GLOG_WINDOW)
     if m:
         mo, d, h, mi, s, frac = m.groups()
-        t = _in_receipt_year(int(mo), int(d), int(h), int(mi), int(s), _micro(frac),
-                             received.astimezone(timezone.utc))
+        t = _in_receipt_year(int(mo), int(d), int(h), int(mi), int(s), _micro(frac), received)
         return t, None, line
     return None, None, line

@@ -264,6 +264,16 @@ def test_parse_line_never_raises(text: str) -> None:
     assert event is None or event["kind"] in catalogue.KINDS
 
 
+def test_non_str_line_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="must be a str"):
+        parse_line(b"NVRM: Xid (PCI:0000:01:00): 79, x")  # type: ignore[arg-type]
+
+
+def test_naive_received_is_utc() -> None:
+    event = parse_line("NVRM: Xid (PCI:0000:01:00): 48, DBE", received=datetime(2026, 11, 29, 9))
+    assert event and event["time"] == RECEIVED
+
+
 def test_absurd_numbers_are_not_events() -> None:
     assert parse_line("NVRM: Xid (PCI:0000:01:00): " + "9" * 5000 + ", x") is None
 
