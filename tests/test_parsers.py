@@ -126,6 +126,19 @@ EXTRA: list[tuple[str, dict[str, Any] | None]] = [
     # pytorch/pytorch#58155, NVIDIA/srt-slurm#307: the job's own view of a hardware fault
     ("RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
      {"kinds": ["nvlink_error"], "attrs": {"cause": "nvlink"}}),
+    # Kernel reports quoted in public repositories' text (found with find_string):
+    ("[   72.440015] EXT4-fs error (device sda1) in ext4_reserve_inode_write:4735: Out of memory",
+     {"kinds": ["host_disk"], "attrs": {"device": "sda1"}}),
+    ("    print_req_error: I/O error, dev nvme0n1, sector 9240",
+     {"kinds": ["host_disk"], "attrs": {"device": "nvme0n1", "sector": 9240}}),
+    ("[  603.860958] nvme nvme0: controller is down; will reset: CSTS=0xffffffff, PCI_STATUS=0xffff",
+     {"kinds": ["host_disk"], "attrs": {"device": "nvme0"}}),
+    ("Kernel panic - not syncing: Watchdog detected hard LOCKUP on cpu 0",
+     {"kinds": ["host_kernel"], "attrs": {"event": "panic"}}),
+    ("[164.964389] watchdog: CPU3: Watchdog detected hard LOCKUP on cpu 3",
+     {"kinds": ["host_kernel"], "attrs": {"event": "hard_lockup", "cpu": 3}}),
+    ("[  +0.000006] NETDEV WATCHDOG: eth0 (r8169): transmit queue 0 timed out",
+     {"kinds": ["nic_error"], "attrs": {"driver": "r8169", "queue": 0}, "device": "eth0"}),
     # A public PyTorch watchdog log (the lines that follow a remote failure, one per line as
     # an agent reads them; found with find_string "ncclRemoteError: A call failed possibly")
     ("[rank1]:[E ProcessGroupNCCL.cpp:1414] [PG 0 Rank 1] Process group watchdog thread terminated "
