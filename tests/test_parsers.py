@@ -202,6 +202,14 @@ def test_nic_component_from_device_name() -> None:
     assert event and event["component"] == "node0042/mlx5_2" and event["severity"] == "error"
 
 
+def test_nccl_prefix_after_launcher_rank_prefix() -> None:
+    event = parse_line("[rank11]:node0042:77:90 [3] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got "
+                       "completion from peer 10.0.0.7<5000> with error 12, opcode 0, len 0, vendor "
+                       "err 129 (Recv)")
+    assert event and event["rank"] == 11 and event["attrs"]["peer"] == "10.0.0.7"
+    assert (event["attrs"]["nccl_host"], event["attrs"]["cuda_dev"]) == ("node0042", 3)
+
+
 def test_parse_lines_counts_unmatched() -> None:
     lines = ["NVRM: Xid (PCI:0000:01:00): 48, pid=1, name=x, DBE\n", "nothing to see\n",
              "Linux version 6.8.0\r\n", "soft lockup"]
