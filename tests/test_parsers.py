@@ -256,6 +256,14 @@ def test_split_timestamp(line: str, time: datetime | None, host: str | None, res
     assert split_timestamp(line, received=received) == (time, host, rest)
 
 
+def test_configured_zone_for_stamps_without_one() -> None:
+    cest = timezone(timedelta(hours=2))
+    time, _, _ = split_timestamp("Jun  1 10:00:00 node0042 kernel: x", received=RECEIVED, zone=cest)
+    assert time == datetime(2026, 6, 1, 8, tzinfo=timezone.utc)
+    time, _, _ = split_timestamp("2026-06-01T10:00:00+00:00 node0042 kernel: x", zone=cest)
+    assert time == datetime(2026, 6, 1, 10, tzinfo=timezone.utc)  # its own zone wins
+
+
 def test_kmsg_with_boot_time() -> None:
     boot = datetime(2026, 11, 20, tzinfo=timezone.utc)
     time, host, rest = split_timestamp("4,1227,437812449932,c;NVRM: x", boot_time=boot)
