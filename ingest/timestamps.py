@@ -32,7 +32,7 @@ _RFC3339 = re.compile(
 _HOST_TAG = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*) ([A-Za-z_][\w.\-/]*)(?:\[\d+\])?: ")
 _SYSLOG = re.compile(
     r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ([ \d]\d) (\d{2}):(\d{2}):(\d{2})"
-    r"(?:\.(\d+))? ([A-Za-z0-9][A-Za-z0-9._-]*) ")
+    r"(?:\.(\d+))? (?:([A-Za-z0-9][A-Za-z0-9._-]*) | )")  # some writers leave the host empty
 _TAG = re.compile(r"([A-Za-z_][\w.\-/]*)(?:\[\d+\])?: ")
 _CTIME = re.compile(
     r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
@@ -139,8 +139,7 @@ def _split(line: str, received: datetime, boot_time: datetime | None,
     elif first in "kudsl":
         m = _DMESG_DECODE.match(line)
         if m:
-            t, host, rest = _split(line[m.end():], received, boot_time, zone)
-            return t, host, rest
+            return _split(line[m.end():], received, boot_time, zone)
     m = _GLOG.search(line, 0, _GLOG_WINDOW)
     if m:
         mo, d, h, mi, s, frac = m.groups()

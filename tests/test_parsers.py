@@ -236,6 +236,8 @@ def test_parse_lines_counts_unmatched() -> None:
      datetime(2026, 11, 29, 8, tzinfo=timezone.utc), "node0042", "NVRM: x"),
     ("Nov  9 08:00:00 node0042 sshd[1]: x",
      datetime(2026, 11, 9, 8, tzinfo=timezone.utc), "node0042", "sshd[1]: x"),
+    ("Feb 23 03:28:16  kernel: x",  # empty host field
+     datetime(2026, 2, 23, 3, 28, 16, tzinfo=timezone.utc), None, "x"),
     ("Dec 31 23:59:59 node0042 kernel: x",  # stamped last year, received just after New Year
      datetime(2025, 12, 31, 23, 59, 59, tzinfo=timezone.utc), "node0042", "x"),
     ("[rank3]:[E1129 07:59:59.123456789 ProcessGroupNCCL.cpp:1] [Rank 3] x",
