@@ -163,6 +163,32 @@ def test_more_real_lines(line: str, spec: dict[str, Any] | None) -> None:
     check_spec(line, spec)
 
 
+# Everyday lines that share a word with some rule but report nothing wrong.
+BENIGN = [
+    "[    1.234567] pcieport 0000:00:01.0: AER: enabled with IRQ 26",
+    "[    2.345678] nvme nvme0: pci function 0000:01:00.0",
+    "[    2.400000] nvme nvme0: 32/0/0 default/read/poll queues",
+    "[    3.000000] EDAC MC: Ver: 3.0.0",
+    "[    3.100000] EDAC MC0: Giving out device to module skx_edac controller Skylake Socket#0 IMC#0",
+    "[    5.000000] mlx5_core 0000:0c:00.0: firmware version: 28.39.1002",
+    "[    6.000000] EXT4-fs (nvme0n1p2): mounted filesystem with ordered data mode.",
+    "[    7.000000] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15",
+    "[    8.000000] nvidia-nvswitch0: using MSI",
+    "node0042:77777:77790 [3] NCCL INFO Channel 07/0 : 3[3] -> 11[3] [send] via NET/IB/3/GDRDMA",
+    "node0042:77777:77777 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/IB ; OOB ib0:10.0.0.42<0>",
+    "Nov 29 08:00:00 node0042 systemd-networkd[812]: ib0: Link UP",
+    "Nov 29 08:00:00 node0042 kernel: [ 12.0] mce: CPU0: Thermal monitoring enabled (TM1)",
+    "Nov 29 08:00:00 node0042 kernel: [ 13.0] nfs: server 10.0.0.2 OK",
+    "[rank0]:[I1129 08:00:00.000000000 ProcessGroupNCCL.cpp:852] [PG ID 0 PG GUID 0 Rank 0] "
+    "ProcessGroupNCCL initialization options: size: 1024, global rank: 0, TIMEOUT(ms): 600000",
+]
+
+
+@pytest.mark.parametrize("line", BENIGN, ids=lambda v: v[:40])
+def test_benign_lines_make_no_event(line: str) -> None:
+    assert parse_line(line) is None
+
+
 def test_envelope_shape_and_catalogue_hints() -> None:
     event = parse_line("2026-11-29T08:00:00.123456+00:00 node0007 kernel: NVRM: Xid "
                        "(PCI:0000:3B:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off "
