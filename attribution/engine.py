@@ -97,10 +97,12 @@ def _items(events: Sequence[dict], cluster: Cluster) -> list[Item]:
     return items
 
 
-def _scopes(item: Item, cluster: Cluster) -> list[str]:
+def _scopes(item: Item, cluster: Cluster, observed: dict[str, set[str]]) -> list[str]:
+    """The incidents an item can belong to: its job's, the jobs on its host (registered, or
+    seen in this window's events when the job was never registered), else its host's."""
     if item.event.get("job"):
         return [f"job:{item.event['job']}"]
-    jobs = cluster.jobs_on(item.event["host"], item.time)
+    jobs = cluster.jobs_on(item.event["host"], item.time) or sorted(observed.get(item.event["host"], ()))
     if not jobs and item.component and cluster.topology is not None:
         if cluster.topology.type_of(item.component) == "switch":  # a fabric switch: the jobs below it
             hosts = {cluster.topology.host_of(n) for n in cluster.topology.neighbours(item.component)}
@@ -120,10 +122,14 @@ def _restarts(items: Sequence[Item]) -> dict[str, list[datetime]]:
 def _group(items: Sequence[Item], cluster: Cluster) -> list[Draft]:
     """Cut every scope's symptoms and faults into interruptions."""
     restarts = _restarts(items)
+    observed: dict[str, set[str]] = defaultdict(set)
+    for item in items:
+        if item.event.get("job") and item.signal.role == "symptom":
+            observed[item.event["host"]].add(item.event["job"])
     by_scope: dict[str, list[tuple[datetime, Item]]] = defaultdict(list)
     for item in items:
         if item.signal.role in ("symptom", "fault", "maintenance"):
-            for scope in _scopes(item, cluster):
+            for scope in _scopes(item, cluster, observed):
                 by_scope[scope].append((effective_time(item), item))
     drafts = []
     for scope, timed in sorted(by_scope.items()):
@@ -248,19 +254,21 @@ def _explain(draft: Draft, component: str | None, cause: str, evidence_items: li
     return f"{component}: {what}{seen}{tail}; {action['detail']}."
 
 
-def _interruption(draft: Draft, lifecycle: Sequence[Item], cluster: Cluster, placement: Placement | None) -> dict:
+def _interruption(draft: Draft, lifecycle: Sequence[Item], cluster: Cluster, placement: Placement | None,
+                  failed_at: datetime) -> dict:
+    """When the job stopped, when it ran again, and what that cost (attribution/ledger.py)."""
     job_events = [item for item in lifecycle if draft.job and item.event.get("job") == draft.job]
     resumed = next((i.time for i in job_events if i.event["kind"] in ("job_start", "job_restart", "job_end") and i.time > draft.last), None)
-    saved = max((i.time for i in job_events if i.event["kind"] == "checkpoint_save" and i.time <= draft.start), default=None)
-    since = max((i.time for i in job_events if i.event["kind"] in ("job_start", "job_restart") and i.time <= draft.start), default=None)
+    saved = max((i.time for i in job_events if i.event["kind"] == "checkpoint_save" and i.time <= failed_at), default=None)
+    since = max((i.time for i in job_events if i.event["kind"] in ("job_start", "job_restart") and i.time <= failed_at), default=None)
     if placement is not None:
         gpus = placement.world_size
     elif cluster.topology is not None and draft.scope.startswith("host:"):
         gpus = max(1, sum(1 for c in cluster.topology.host_components(draft.scope[5:]) if cluster.topology.type_of(c) == "gpu"))
     else:
         gpus = max(1, len({(i.event["host"], i.event.get("rank")) for i in draft.members}))
-    lost = gpu_hours_lost(gpus=gpus, failed_at=draft.start, resumed_at=resumed, last_checkpoint_at=saved, running_since=since)
-    return {"start": draft.start, "end": resumed, "gpus": gpus, "gpu_hours_lost": round(lost["gpu_hours_lost"], 3)}
+    lost = gpu_hours_lost(gpus=gpus, failed_at=failed_at, resumed_at=resumed, last_checkpoint_at=saved, running_since=since)
+    return {"start": failed_at, "end": resumed, "gpus": gpus, "gpu_hours_lost": round(lost["gpu_hours_lost"], 3)}
 
 
 def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item], cluster: Cluster) -> None:
@@ -312,7 +320,10 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
         "evidence": evidence_ids[:50],
         "explanation": _explain(draft, root, cause, cited, draft.action),
     }
-    draft.interruption = _interruption(draft, lifecycle, cluster, placement)
+    # The failure happened at the root's first evidence when there is one, else at the hang start.
+    near = first is not None and draft.start - LOOKBACK <= first.time <= draft.last
+    failed_at = first.time if near else draft.start
+    draft.interruption = _interruption(draft, lifecycle, cluster, placement, failed_at)
 
 
 def analyse(events: Sequence[dict], cluster: Cluster) -> list[Draft]:

@@ -12,7 +12,10 @@ from fastapi.responses import JSONResponse
 from service import store
 from service.config import Settings
 from service.events import views as events_views
+from attribution.cluster import ClusterSnapshot
 from service.events.models import events
+from service.incidents import views as incidents_views
+from service.incidents.flows import IncidentRunner
 from service.writer import GroupWriter
 
 log = logging.getLogger("faultgraph")
@@ -34,9 +37,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             max_queue=settings.writer_queue_batches,
             max_group_rows=settings.group_commit_rows,
         )
+        app.state.runner = IncidentRunner(engine, lambda: app.state.cluster)
         try:
             yield
         finally:
+            app.state.runner.close()
             app.state.writer.close()
             engine.dispose()
 
@@ -44,7 +49,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="Fault-diagnosis timeline for GPU training clusters")
     app.state.settings = settings
     app.state.enrich = None
+    app.state.cluster = ClusterSnapshot()
     app.include_router(events_views.router)
+    app.include_router(incidents_views.router)
 
     @app.get("/healthz", tags=["health"])
     def healthz(request: Request) -> dict:

@@ -51,6 +51,7 @@ async def store_events(request: Request, body: bytes, content_type: str) -> dict
             accepted = await asyncio.wrap_future(future)
         except Exception:
             raise HTTPException(503, "the store could not commit this batch; retry", headers={"Retry-After": "5"}) from None
+        state.runner.wake()
     return {
         "accepted": accepted,
         "duplicates": len(decoded.valid) - accepted,
