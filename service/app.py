@@ -3,6 +3,7 @@
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from functools import partial
 
 from fastapi import FastAPI, Request
@@ -16,6 +17,7 @@ from attribution.cluster import ClusterSnapshot
 from service.events.models import events
 from service.incidents import views as incidents_views
 from service.incidents.flows import IncidentRunner
+from service.liveness import Liveness, LivenessWatcher
 from service.writer import GroupWriter
 
 log = logging.getLogger("faultgraph")
@@ -38,9 +40,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             max_group_rows=settings.group_commit_rows,
         )
         app.state.runner = IncidentRunner(engine, lambda: app.state.cluster)
+        watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state))
         try:
             yield
         finally:
+            watcher.close()
             app.state.runner.close()
             app.state.writer.close()
             engine.dispose()
@@ -50,6 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.enrich = None
     app.state.cluster = ClusterSnapshot()
+    app.state.liveness = Liveness(timedelta(seconds=settings.heartbeat_timeout_s))
     app.include_router(events_views.router)
     app.include_router(incidents_views.router)
 

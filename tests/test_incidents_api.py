@@ -125,3 +125,28 @@ def test_replay_equals_live(db_url, tmp_path):
         assert len(live_view) == 2
     finally:
         replay.stop()
+
+
+def test_a_host_whose_agent_goes_quiet_is_marked_lost(db_url):
+    import time
+
+    from conftest import start_server
+
+    srv = start_server(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"})
+    try:
+        now = datetime.now(UTC)
+        beat = [{"time": iso(now), "host": host, "kind": "host_heartbeat", "attrs": {"state": "ok"}} for host in ("node0001", "node0002")]
+        srv.client.post("/v1/events", json=beat)
+        deadline = time.monotonic() + 10
+        lost = []
+        while time.monotonic() < deadline and len(lost) < 2:
+            srv.client.post("/v1/events", json=[{**beat[1], "time": iso(datetime.now(UTC))}])  # node0002 keeps beating
+            time.sleep(0.3)
+            found = srv.client.get("/v1/events", params={"kind": "host_heartbeat"}).json()["events"]
+            lost = [e for e in found if e["attrs"]["state"] == "lost"]
+            if lost:
+                break
+        assert [e["host"] for e in lost] == ["node0001"]
+        assert lost[0]["attrs"]["source"] == "faultgraph"
+    finally:
+        srv.stop()
