@@ -21,7 +21,9 @@ SEVERITIES = ("info", "warning", "error", "critical")
 ACTIONS = ("evict", "restart", "replace", "rollback", "none")
 ROLES = ("root", "cascade")
 _WORD = re.compile(r"[A-Za-z0-9_]+")
-KINDS = (
+# The SPEC §1 kinds a log line can yield (job_*, checkpoint_*, maintenance, train_anomaly
+# and host_heartbeat come from the service and its clients, not from log text).
+LOG_KINDS = (
     "gpu_xid", "gpu_ecc", "gpu_thermal", "nvlink_error", "nvswitch_error", "nic_link",
     "nic_error", "pcie_aer", "nccl_timeout", "nccl_error", "host_mce", "host_mem_ecc",
     "host_kernel", "host_oom", "host_disk", "host_power",
@@ -149,7 +151,7 @@ def _rules(data: dict[str, Any], maps: dict[str, dict[str, str]]) -> tuple[Rule,
             for sev in maps[severity_from[0]].values():
                 _check(sev, SEVERITIES, "severity", f"map {severity_from[0]}")
         rules.append(Rule(
-            id=r["id"], kind=_check(r["kind"], KINDS, "kind", where), keywords=keywords,
+            id=r["id"], kind=_check(r["kind"], LOG_KINDS, "kind", where), keywords=keywords,
             regex=regex, severity=_check(r["severity"], SEVERITIES, "severity", where),
             cause=_check_cause(r["cause"], where), role=_check(r["role"], ROLES, "role", where),
             source=r["source"], example=r["example"], attrs=dict(r.get("attrs", {})),

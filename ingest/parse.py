@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from typing import Any
 
 from ingest import catalogue
@@ -36,14 +36,14 @@ _RULES_BY_KEYWORD = {k: tuple(i for i, r in enumerate(_CAT.rules) if k.decode() 
 
 
 def parse_line(line: str, *, host: str | None = None, source: str | None = None,
-               received: datetime | None = None,
-               boot_time: datetime | None = None) -> dict[str, Any] | None:
+               received: datetime | None = None, boot_time: datetime | None = None,
+               zone: tzinfo = timezone.utc) -> dict[str, Any] | None:
     """The event a line describes (trailing newline ignored), or None when no rule matches.
 
     `host` is used when the line has no syslog header; `source` (e.g. "kmsg") is kept as
     `attrs.source`; `received` is the time for lines without their own (default: now);
-    `boot_time` dates /dev/kmsg records. Naive datetimes are taken as UTC. Raises
-    ValueError for a line that is not a str.
+    `boot_time` dates /dev/kmsg records; `zone` is that of stamps without one (syslog,
+    glog). Naive datetimes are taken as UTC. Raises ValueError for a line not a str.
     """
     if not isinstance(line, str):
         raise ValueError(f"a log line must be a str, not {type(line).__name__}")
@@ -53,7 +53,8 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
         return None
     candidates = sorted({i for k in _KEYWORDS.intersection(words) for i in _RULES_BY_KEYWORD[k]})
     received = as_utc(received) if received else datetime.now(timezone.utc)
-    time, header_host, message = split_timestamp(line, received=received, boot_time=boot_time)
+    time, header_host, message = split_timestamp(line, received=received, boot_time=boot_time,
+                                                 zone=zone)
     for i in candidates:
         rule = _CAT.rules[i]
         match = rule.regex.search(message)
@@ -67,15 +68,15 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
 
 
 def parse_lines(lines: Iterable[str], *, host: str | None = None, source: str | None = None,
-                received: datetime | None = None,
-                boot_time: datetime | None = None) -> tuple[list[dict[str, Any]], int]:
+                received: datetime | None = None, boot_time: datetime | None = None,
+                zone: tzinfo = timezone.utc) -> tuple[list[dict[str, Any]], int]:
     """(events, number of lines that matched no rule), trailing newlines ignored."""
     received = as_utc(received) if received else datetime.now(timezone.utc)
     events: list[dict[str, Any]] = []
     unmatched = 0
     for line in lines:
         event = parse_line(line, host=host, source=source, received=received,
-                           boot_time=boot_time)
+                           boot_time=boot_time, zone=zone)
         if event is None:
             unmatched += 1
         else:

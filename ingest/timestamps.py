@@ -13,14 +13,15 @@ Formats, tried in order of how cheaply they are recognised:
 - glog as PyTorch writes it, `[E1129 08:00:00.123456 ...]`, possibly after a `[rankN]:`
   prefix: the time is read, the line is kept whole (the glog header is the application's
   own text, not a transport header).
-Times without a zone are UTC. The message keeps the syslog tag except `kernel:`, so a
-kernel line reads the same whether it came from syslog, journald or /dev/kmsg.
+Times without a zone are in `zone` (default UTC). The message keeps the syslog tag except
+`kernel:`, so a kernel line reads the same whether it came from syslog, journald or
+/dev/kmsg.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 
 _MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
@@ -31,7 +32,7 @@ _RFC3339 = re.compile(
 _HOST_TAG = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*) ([A-Za-z_][\w.\-/]*)(?:\[\d+\])?: ")
 _SYSLOG = re.compile(
     r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ([ \d]\d) (\d{2}):(\d{2}):(\d{2})"
-    r"(?:\.(\d+))? ([A-Za-z0-9][A-Za-z0-9._-]*) ")
+    r"(?:\.(\d+))? (?:([A-Za-z0-9][A-Za-z0-9._-]*) | )")  # some writers leave the host empty
 _TAG = re.compile(r"([A-Za-z_][\w.\-/]*)(?:\[\d+\])?: ")
 _CTIME = re.compile(
     r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
@@ -46,8 +47,10 @@ def _micro(frac: str | None) -> int:
     return int((frac or "0")[:6].ljust(6, "0"))
 
 
-def _zone(text: str | None) -> timezone:
-    if not text or text == "Z":
+def _zone(text: str | None, default: tzinfo) -> tzinfo:
+    if not text:
+        return default
+    if text == "Z":
         return timezone.utc
     sign = -1 if text[0] == "-" else 1
     digits = text[1:].replace(":", "")
@@ -60,12 +63,13 @@ def as_utc(t: datetime) -> datetime:
 
 
 def _in_receipt_year(month: int, day: int, h: int, m: int, s: int, micro: int,
-                     received: datetime) -> datetime:
+                     received: datetime, zone: tzinfo) -> datetime:
     """A yearless time in the year of receipt; a line stamped just before New Year but
     received just after belongs to the previous year."""
-    t = datetime(received.year, month, day, h, m, s, micro, tzinfo=timezone.utc)
+    year = received.astimezone(zone).year
+    t = datetime(year, month, day, h, m, s, micro, tzinfo=zone).astimezone(timezone.utc)
     if t - received > timedelta(days=1):
-        t = t.replace(year=received.year - 1)
+        t = datetime(year - 1, month, day, h, m, s, micro, tzinfo=zone).astimezone(timezone.utc)
     return t
 
 
@@ -80,29 +84,31 @@ def _strip_kernel_tag(rest: str) -> str:
 
 
 def split_timestamp(line: str, *, received: datetime | None = None,
-                    boot_time: datetime | None = None) -> tuple[datetime | None, str | None, str]:
+                    boot_time: datetime | None = None,
+                    zone: tzinfo = timezone.utc) -> tuple[datetime | None, str | None, str]:
     """(time in UTC or None, host from a syslog header or None, the rest of the line).
 
     `received` supplies the year for yearless formats (default: now); `boot_time` turns
-    /dev/kmsg's microseconds since boot into an absolute time. Naive datetimes are UTC. Never raises on odd text:
-    an impossible date (Feb 30) just means no time was found.
+    /dev/kmsg's microseconds since boot into an absolute time. Naive datetimes are UTC.
+    `zone` is the zone of stamps that carry none (syslog, glog, `dmesg -T`). Never raises
+    on odd text: an impossible date (Feb 30) just means no time was found.
     """
     try:
         return _split(line, as_utc(received) if received else datetime.now(timezone.utc),
-                      as_utc(boot_time) if boot_time else None)
+                      as_utc(boot_time) if boot_time else None, zone)
     except (ValueError, OverflowError):
         return None, None, line
 
 
-def _split(line: str, received: datetime,
-           boot_time: datetime | None) -> tuple[datetime | None, str | None, str]:
+def _split(line: str, received: datetime, boot_time: datetime | None,
+           zone: tzinfo) -> tuple[datetime | None, str | None, str]:
     first = line[:1]
     if first.isdigit():
         m = _RFC3339.match(line)
         if m:
-            y, mo, d, h, mi, s, sep, frac, zone = m.groups()
+            y, mo, d, h, mi, s, sep, frac, offset = m.groups()
             t = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), _micro(frac),
-                         tzinfo=_zone(zone)).astimezone(timezone.utc)
+                         tzinfo=_zone(offset, zone)).astimezone(timezone.utc)
             rest = line[m.end():]
             if sep != ",":  # dmesg --time-format iso uses a comma and never has a host
                 header = _HOST_TAG.match(rest)
@@ -117,7 +123,8 @@ def _split(line: str, received: datetime,
         m = _CTIME.match(line)
         if m:
             mon, d, h, mi, s, y = m.groups()
-            t = datetime(int(y), _MONTHS[mon], int(d), int(h), int(mi), int(s), tzinfo=timezone.utc)
+            t = datetime(int(y), _MONTHS[mon], int(d), int(h), int(mi), int(s),
+                         tzinfo=zone).astimezone(timezone.utc)
             return t, None, line[m.end():]
         m = _MONOTONIC.match(line)
         if m:
@@ -127,16 +134,16 @@ def _split(line: str, received: datetime,
         if m:
             mon, d, h, mi, s, frac, host = m.groups()
             t = _in_receipt_year(_MONTHS[mon], int(d), int(h), int(mi), int(s), _micro(frac),
-                                 received)
+                                 received, zone)
             return t, host, _strip_kernel_tag(line[m.end():])
     elif first in "kudsl":
         m = _DMESG_DECODE.match(line)
         if m:
-            t, host, rest = _split(line[m.end():], received, boot_time)
-            return t, host, rest
+            return _split(line[m.end():], received, boot_time, zone)
     m = _GLOG.search(line, 0, _GLOG_WINDOW)
     if m:
         mo, d, h, mi, s, frac = m.groups()
-        t = _in_receipt_year(int(mo), int(d), int(h), int(mi), int(s), _micro(frac), received)
+        t = _in_receipt_year(int(mo), int(d), int(h), int(mi), int(s), _micro(frac), received,
+                             zone)
         return t, None, line
     return None, None, line

@@ -63,7 +63,7 @@ def test_rules_are_well_formed() -> None:
     ids = [r.id for r in CAT.rules]
     assert len(ids) == len(set(ids))
     for rule in CAT.rules:
-        assert rule.kind in catalogue.KINDS and rule.cause in CAUSE_CATEGORY
+        assert rule.kind in catalogue.LOG_KINDS and rule.cause in CAUSE_CATEGORY
         assert rule.source and rule.example
 
 

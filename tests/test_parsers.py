@@ -163,6 +163,32 @@ def test_more_real_lines(line: str, spec: dict[str, Any] | None) -> None:
     check_spec(line, spec)
 
 
+# Everyday lines that share a word with some rule but report nothing wrong.
+BENIGN = [
+    "[    1.234567] pcieport 0000:00:01.0: AER: enabled with IRQ 26",
+    "[    2.345678] nvme nvme0: pci function 0000:01:00.0",
+    "[    2.400000] nvme nvme0: 32/0/0 default/read/poll queues",
+    "[    3.000000] EDAC MC: Ver: 3.0.0",
+    "[    3.100000] EDAC MC0: Giving out device to module skx_edac controller Skylake Socket#0 IMC#0",
+    "[    5.000000] mlx5_core 0000:0c:00.0: firmware version: 28.39.1002",
+    "[    6.000000] EXT4-fs (nvme0n1p2): mounted filesystem with ordered data mode.",
+    "[    7.000000] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15",
+    "[    8.000000] nvidia-nvswitch0: using MSI",
+    "node0042:77777:77790 [3] NCCL INFO Channel 07/0 : 3[3] -> 11[3] [send] via NET/IB/3/GDRDMA",
+    "node0042:77777:77777 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/IB ; OOB ib0:10.0.0.42<0>",
+    "Nov 29 08:00:00 node0042 systemd-networkd[812]: ib0: Link UP",
+    "Nov 29 08:00:00 node0042 kernel: [ 12.0] mce: CPU0: Thermal monitoring enabled (TM1)",
+    "Nov 29 08:00:00 node0042 kernel: [ 13.0] nfs: server 10.0.0.2 OK",
+    "[rank0]:[I1129 08:00:00.000000000 ProcessGroupNCCL.cpp:852] [PG ID 0 PG GUID 0 Rank 0] "
+    "ProcessGroupNCCL initialization options: size: 1024, global rank: 0, TIMEOUT(ms): 600000",
+]
+
+
+@pytest.mark.parametrize("line", BENIGN, ids=lambda v: v[:40])
+def test_benign_lines_make_no_event(line: str) -> None:
+    assert parse_line(line) is None
+
+
 def test_envelope_shape_and_catalogue_hints() -> None:
     event = parse_line("2026-11-29T08:00:00.123456+00:00 node0007 kernel: NVRM: Xid "
                        "(PCI:0000:3B:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off "
@@ -202,6 +228,14 @@ def test_nic_component_from_device_name() -> None:
     assert event and event["component"] == "node0042/mlx5_2" and event["severity"] == "error"
 
 
+def test_nccl_prefix_after_launcher_rank_prefix() -> None:
+    event = parse_line("[rank11]:node0042:77:90 [3] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got "
+                       "completion from peer 10.0.0.7<5000> with error 12, opcode 0, len 0, vendor "
+                       "err 129 (Recv)")
+    assert event and event["rank"] == 11 and event["attrs"]["peer"] == "10.0.0.7"
+    assert (event["attrs"]["nccl_host"], event["attrs"]["cuda_dev"]) == ("node0042", 3)
+
+
 def test_parse_lines_counts_unmatched() -> None:
     lines = ["NVRM: Xid (PCI:0000:01:00): 48, pid=1, name=x, DBE\n", "nothing to see\n",
              "Linux version 6.8.0\r\n", "soft lockup"]
@@ -228,6 +262,8 @@ def test_parse_lines_counts_unmatched() -> None:
      datetime(2026, 11, 29, 8, tzinfo=timezone.utc), "node0042", "NVRM: x"),
     ("Nov  9 08:00:00 node0042 sshd[1]: x",
      datetime(2026, 11, 9, 8, tzinfo=timezone.utc), "node0042", "sshd[1]: x"),
+    ("Feb 23 03:28:16  kernel: x",  # empty host field
+     datetime(2026, 2, 23, 3, 28, 16, tzinfo=timezone.utc), None, "x"),
     ("Dec 31 23:59:59 node0042 kernel: x",  # stamped last year, received just after New Year
      datetime(2025, 12, 31, 23, 59, 59, tzinfo=timezone.utc), "node0042", "x"),
     ("[rank3]:[E1129 07:59:59.123456789 ProcessGroupNCCL.cpp:1] [Rank 3] x",
@@ -246,6 +282,14 @@ def test_split_timestamp(line: str, time: datetime | None, host: str | None, res
     received = (datetime(2026, 1, 1, 0, 0, 30, tzinfo=timezone.utc) if line.startswith("Dec 31")
                 else RECEIVED)
     assert split_timestamp(line, received=received) == (time, host, rest)
+
+
+def test_configured_zone_for_stamps_without_one() -> None:
+    cest = timezone(timedelta(hours=2))
+    time, _, _ = split_timestamp("Jun  1 10:00:00 node0042 kernel: x", received=RECEIVED, zone=cest)
+    assert time == datetime(2026, 6, 1, 8, tzinfo=timezone.utc)
+    time, _, _ = split_timestamp("2026-06-01T10:00:00+00:00 node0042 kernel: x", zone=cest)
+    assert time == datetime(2026, 6, 1, 10, tzinfo=timezone.utc)  # its own zone wins
 
 
 def test_kmsg_with_boot_time() -> None:
@@ -274,7 +318,7 @@ _FRAGMENTS = ["NVRM: Xid (PCI:0000:01:00): ", "[rank", "]:", "[PG ID ", " Rank "
        .map(" ".join))
 def test_parse_line_never_raises(text: str) -> None:
     event = parse_line(text, received=RECEIVED)
-    assert event is None or event["kind"] in catalogue.KINDS
+    assert event is None or event["kind"] in catalogue.LOG_KINDS
 
 
 def test_non_str_line_is_a_value_error() -> None:
