@@ -13,10 +13,12 @@ A record is `{"type": "log", "time", "host", "source", "line", "expect"}` or
 `{"type": "event", "time", "event"}`; `time` is when it is written (RFC 3339, UTC) and
 `expect` is what the parsers should make of the line (`{"kind", "rank"?, "attrs"}`, or
 null for a line no rule should match). A truth entry is `{"id", "type", "mechanism",
-"job", "time", "root_component", "category", "cause", "action", "decoys", "related"}`:
-`type` is the scenario (a mechanism, `concurrent` or `red_herring`), `mechanism` what
-broke, `decoys` components that drew a harmless error near the fault and must not be
-blamed, `related` the other fault of a concurrent pair.
+"job", "time", "onset", "root_component", "category", "cause", "action", "decoys",
+"related"}`: `type` is the scenario (a mechanism, `concurrent` or `red_herring`),
+`mechanism` what broke, `time` the moment it broke the job, `onset` its first trace (a
+thermal climb or a cable's first flaps come minutes earlier; else equal to `time`),
+`decoys` components that drew a harmless error near the fault and must not be blamed,
+`related` the other fault of a concurrent pair.
 
 Everything is drawn from one `random.Random(seed)`, so a seed gives the same scenario.
 """
@@ -181,6 +183,7 @@ class _Hit:
     root: str
     end: datetime
     ready: datetime | None = None  # earliest restart (a host rebooted, a switch back)
+    onset: datetime | None = None  # first trace, when the fault shows before it breaks the job
 
 
 class _Builder:
@@ -463,7 +466,7 @@ def _gpu_thermal(b: _Builder, job: _Job, t: datetime) -> _Hit:
                 message=f"GPU {gpu} temperature {temp} C, clocks throttled ({throttle})")
     _fell_off_bus(b, host, gpu, t)
     end = _timeouts(b, job, _hang_start(b, t), skip={rank})
-    return _Hit(component, end)
+    return _Hit(component, end, onset=first)
 
 
 def _nvswitch_failure(b: _Builder, job: _Job, t: datetime) -> _Hit:
@@ -551,7 +554,7 @@ def _flapping_cable(b: _Builder, job: _Job, t: datetime) -> _Hit:
     back = b.after(t, 30, 90)
     _carrier(b, host, nic, back, up=True)
     end = _network_break(b, job, rank, t)
-    return _Hit(link_id(nic_id, b.leaf_of[nic_id]), end)
+    return _Hit(link_id(nic_id, b.leaf_of[nic_id]), end, onset=first)
 
 
 def _leaf_switch_down(b: _Builder, job: _Job, t: datetime) -> _Hit:
@@ -798,7 +801,7 @@ def _inject(b: _Builder, job: _Job, mechanism: str, t: datetime, kind: str) -> d
     _interrupt(b, job, t, hit, planned=mechanism == "planned_maintenance")
     cause, action = OUTCOMES[mechanism]
     entry = {"id": f"f{len(b.truth):04d}", "type": kind, "mechanism": mechanism, "job": job.id,
-             "time": iso(t), "root_component": hit.root, "category": category_of(cause),
+             "time": iso(t), "onset": iso(hit.onset or t), "root_component": hit.root, "category": category_of(cause),
              "cause": cause, "action": action, "decoys": [], "related": []}
     b.truth.append(entry)
     return entry
@@ -875,6 +878,6 @@ def storm(seed: int = 0, hosts: int = 2048, *, start: datetime = DEFAULT_START) 
     _timeouts(b, job, _hang_start(b, t), skip={rank})
     cause, action = OUTCOMES["gpu_fell_off_bus"]
     truth = [{"id": "f0000", "type": "gpu_fell_off_bus", "mechanism": "gpu_fell_off_bus", "job": job.id,
-              "time": iso(t), "root_component": f"{host}/gpu{gpu}", "category": category_of(cause),
+              "time": iso(t), "onset": iso(t), "root_component": f"{host}/gpu{gpu}", "category": category_of(cause),
               "cause": cause, "action": action, "decoys": [], "related": []}]
     return Scenario(topology=topology, jobs=[body], records=b.records(), truth=truth)
