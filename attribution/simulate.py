@@ -26,6 +26,8 @@ Everything is drawn from one `random.Random(seed)`, so a seed gives the same sce
 from __future__ import annotations
 
 import random
+import re
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -69,6 +71,7 @@ _SXID_FATAL = (
     (15005, "route uncorrectable ECC error"),
 )
 _OPS = ("ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "BROADCAST")
+_TRAILING_NUMBER = re.compile(r"\d+$")
 
 
 @dataclass
@@ -118,7 +121,6 @@ def iso(t: datetime) -> str:
 class _Host:
     """What lines need to know about one host: addresses, log style, boots."""
 
-    name: str
     su: int
     gpu_pci: list[str]
     nic_pci: list[str]
@@ -189,7 +191,7 @@ class _Hit:
 class _Builder:
     """Collects records and truth for one scenario; all randomness from one generator."""
 
-    def __init__(self, topology: dict[str, list[dict[str, Any]]], seed: int) -> None:
+    def __init__(self, topology: dict[str, list[dict[str, Any]]], seed: int, start: datetime) -> None:
         self.rng = random.Random(seed)
         self.seed = seed
         self.topology = topology
@@ -200,34 +202,35 @@ class _Builder:
         self.leaf_of: dict[str, str] = {}  # nic → leaf
         self.on_leaf: dict[str, list[str]] = {}  # leaf → nics
         self.quiet: dict[str, list[tuple[datetime, datetime]]] = {}  # host → down windows
-        self._index()
+        self._index(start)
 
     # ------------------------------------------------------------------ topology index
 
-    def _index(self) -> None:
-        by_host: dict[str, dict[str, dict[int, str]]] = {}
+    def _index(self, start: datetime) -> None:
+        # (host, kind or "ip") → index in the component id → PCI address (or IP)
+        parts: dict[tuple[str, str], dict[int, str]] = defaultdict(dict)
         for c in self.topology["components"]:
             host, kind = c.get("host"), c["type"]
             if host is None or kind == "host":
                 continue
-            index = int(c["id"].rsplit("/", 1)[1].lstrip("abcdefghijklmnopqrstuvwxyz"))
-            slot = by_host.setdefault(host, {}).setdefault(kind, {})
-            slot[index] = c["attrs"].get("pci", "")
+            index = int(_TRAILING_NUMBER.search(c["id"])[0])  # type: ignore[index]
+            parts[(host, kind)][index] = c["attrs"].get("pci", "")
             if kind == "nic":
-                by_host[host].setdefault("ip", {})[index] = c["attrs"]["ip"]
+                parts[(host, "ip")][index] = c["attrs"]["ip"]
+
+        def ordered(host: str, kind: str) -> list[str]:
+            return [v for _, v in sorted(parts[(host, kind)].items())]
+
         for c in self.topology["components"]:
             if c["type"] != "host":
                 continue
-            name, parts = c["id"], by_host.get(c["id"], {})
-
-            def ordered(kind: str, parts: dict[str, dict[int, str]] = parts) -> list[str]:
-                return [v for _, v in sorted(parts.get(kind, {}).items())]
-
-            self.hosts[name] = _Host(
-                name=name, su=int(c["attrs"].get("su", 0)), gpu_pci=ordered("gpu"),
-                nic_pci=ordered("nic"), nic_ip=ordered("ip"), nvswitch_pci=ordered("nvswitch"),
-                pciesw_pci=ordered("pciesw"), classic_syslog=self.rng.random() < 0.4,
-                boots=[DEFAULT_START - timedelta(days=self.rng.uniform(2, 90))],
+            host = c["id"]
+            self.hosts[host] = _Host(
+                su=int(c["attrs"].get("su", 0)), gpu_pci=ordered(host, "gpu"),
+                nic_pci=ordered(host, "nic"), nic_ip=ordered(host, "ip"),
+                nvswitch_pci=ordered(host, "nvswitch"), pciesw_pci=ordered(host, "pciesw"),
+                classic_syslog=self.rng.random() < 0.4,
+                boots=[start - timedelta(days=self.rng.uniform(2, 90))],
                 networkd_pid=self.rng.randint(900, 4000),
             )
         for link in self.topology["links"]:
@@ -283,15 +286,14 @@ class _Builder:
     def glog(self, t: datetime, job: _Job, rank: int, where: str, text: str,
              expect: dict[str, Any] | None) -> None:
         """A ProcessGroupNCCL line as torchrun relays it (`[rankN]:` + glog header)."""
-        tid = job.pid_base + rank % 8 + 180
+        tid = job.pid_base + job.placement.slots[rank].gpu + 180
         line = f"[rank{rank}]:[E{t:%m%d %H:%M:%S.%f} {tid} {where}] {_PG.format(rank=rank)} {text}"
         self.log(t, job.placement.host_of(rank), "train", line, expect)
 
     def nccl(self, t: datetime, job: _Job, rank: int, where: str, text: str,
              expect: dict[str, Any] | None) -> None:
         """An NCCL WARN line (`host:pid:tid [cudaDev] file:line NCCL WARN …`)."""
-        host = job.placement.host_of(rank)
-        gpu = rank % 8
+        host, gpu = job.placement.slots[rank].host, job.placement.slots[rank].gpu
         pid = job.pid_base + gpu
         line = f"[rank{rank}]:{host}:{pid}:{pid + 97} [{gpu}] {where} NCCL WARN {text}"
         self.log(t, host, "train", line, expect)
@@ -372,8 +374,8 @@ def _async_failure(b: _Builder, job: _Job, rank: int, t: datetime, reason: str) 
 
 def _peer_errors(b: _Builder, job: _Job, rank: int, peer_ip: str, t: datetime) -> None:
     """A rank whose IB queue pair to `peer_ip` hit the retry limit (status 12), then its abort."""
-    host = b.hosts[job.placement.host_of(rank)]
-    local_ip = host.nic_ip[rank % 8]
+    slot = job.placement.slots[rank]
+    local_ip = b.hosts[slot.host].nic_ip[slot.gpu]
     text = (f"NET/IB : Got completion from peer {peer_ip}<{b.rng.randint(32768, 60999)}> with "
             f"status=12 opcode=129 len=0 vendor err 129 (Recv) localGid ::ffff:{local_ip} "
             f"remoteGids::ffff:{peer_ip}")
@@ -500,7 +502,7 @@ def _carrier(b: _Builder, host: str, nic: int, t: datetime, up: bool) -> None:
 
 
 def _port_event(b: _Builder, job: _Job, rank: int, t: datetime, text: str) -> None:
-    nic = rank % 8
+    nic = job.placement.slots[rank].gpu  # rail-optimized: GPU i uses NIC i
     b.nccl(t, job, rank, "transport/net_ib.cc:100", f"NET/IB : mlx5_{nic}:1 Got async event : {text}",
            _expect("nic_error", device=f"mlx5_{nic}", port=1))
 
@@ -508,8 +510,8 @@ def _port_event(b: _Builder, job: _Job, rank: int, t: datetime, text: str) -> No
 def _network_break(b: _Builder, job: _Job, rank: int, t: datetime) -> datetime:
     """The rank's NIC stops passing traffic at `t`: its ring peers' queue pairs to it fail,
     they and the rank abort, every other rank hangs and times out."""
-    host = b.hosts[job.placement.host_of(rank)]
-    ip = host.nic_ip[rank % 8]
+    slot = job.placement.slots[rank]
+    ip = b.hosts[slot.host].nic_ip[slot.gpu]
     peers = _ring_peers(job.placement, rank)
     for peer in peers:
         _peer_errors(b, job, peer, ip, b.after(t, 7, 15))
@@ -824,7 +826,7 @@ def scenario_set(n_faults: int = 200, seed: int = 0, hosts: int = 128, *,
     if not isinstance(su, int) or not 2 <= su <= hosts // 2:
         raise ValueError(f"hosts_per_su must be an integer in 2..{hosts // 2}, got {su!r}")
     topology = rail_optimized(hosts, hosts_per_su=su)
-    b = _Builder(topology, seed)
+    b = _Builder(topology, seed, start)
     jobs = _make_jobs(b, su, start)
     job_hosts = {j.id: set(j.placement.hosts()) for j in jobs}
     clock = start + timedelta(minutes=15)
@@ -861,7 +863,7 @@ def storm(seed: int = 0, hosts: int = 2048, *, start: datetime = DEFAULT_START) 
     if not isinstance(hosts, int) or hosts < 16 or hosts % 16:
         raise ValueError(f"hosts must be a positive multiple of 16 (pp = 16), got {hosts!r}")
     topology = rail_optimized(hosts)
-    b = _Builder(topology, seed)
+    b = _Builder(topology, seed, start)
     names = sorted(b.hosts)
     t0 = start + timedelta(minutes=1)
     body = {"id": "storm", "start": iso(t0), "gpus_per_host": 8, "hosts": names,
