@@ -291,11 +291,11 @@ class _Builder:
         self.log(t, job.placement.host_of(rank), "train", line, expect)
 
     def nccl(self, t: datetime, job: _Job, rank: int, where: str, text: str,
-             expect: dict[str, Any] | None) -> None:
-        """An NCCL WARN line (`host:pid:tid [cudaDev] file:line NCCL WARN …`)."""
+             expect: dict[str, Any] | None, level: str = "WARN") -> None:
+        """An NCCL debug line (`host:pid:tid [cudaDev] file:line NCCL WARN …`)."""
         host, gpu = job.placement.slots[rank].host, job.placement.slots[rank].gpu
         pid = job.pid_base + gpu
-        line = f"[rank{rank}]:{host}:{pid}:{pid + 97} [{gpu}] {where} NCCL WARN {text}"
+        line = f"[rank{rank}]:{host}:{pid}:{pid + 97} [{gpu}] {where} NCCL {level} {text}"
         self.log(t, host, "train", line, expect)
 
     def records(self) -> list[dict[str, Any]]:
@@ -744,6 +744,7 @@ def _make_jobs(b: _Builder, hosts_per_su: int, start: datetime) -> list[_Job]:
                    pid_base=b.rng.randint(10_000, 3_000_000))
         b.event(t, job.head, "job_start", {"reason": "submitted", "world_size": job.placement.world_size},
                 job=job.id)
+        _startup(b, job, t)
         jobs.append(job)
     return jobs
 
@@ -761,18 +762,53 @@ def _interrupt(b: _Builder, job: _Job, t: datetime, hit: _Hit, planned: bool) ->
             job=job.id)
     job.run_start, job.run_step = restart, step
     job.pid_base = b.rng.randint(10_000, 3_000_000)
+    _startup(b, job, restart)
     job.free_at = restart + timedelta(minutes=b.rng.uniform(25, 60))
 
 
-def _checkpoints(b: _Builder, job: _Job, end: datetime) -> None:
-    """`checkpoint_save` events every interval of every run, as the trainer posts them."""
+def _startup(b: _Builder, job: _Job, t: datetime) -> None:
+    """What NCCL prints as a (re)started job initialises: lines that name NCCL and IB
+    devices but report no fault, which the parsers must pass over."""
+    slot = job.placement.slots[0]
+    h = b.hosts[slot.host]
+    devices = " ".join(f"[{i}]mlx5_{i}:1/IB" for i in range(len(h.nic_ip)))
+    lines = (
+        ("init.cc:1732", f"NCCL version {NCCL_VERSION}+cuda12.4"),
+        ("net_ib.cc:1187", f"NET/IB : Using {devices} ; OOB ib0:{h.nic_ip[0]}<0>"),
+        ("init.cc:1913", f"comm 0x{b.rng.randrange(1 << 44):x} rank 0 nranks {job.placement.world_size} "
+                         f"cudaDev {slot.gpu} nvmlDev {slot.gpu} busId {h.gpu_pci[slot.gpu][5:7]}000 "
+                         f"commId 0x{b.rng.randrange(1 << 64):x} - Init COMPLETE"),
+    )
+    at = b.after(t, 20, 60)
+    for i, (where, text) in enumerate(lines):
+        b.nccl(at + timedelta(milliseconds=40 * i), job, 0, where, text, None, level="INFO")
+
+
+def _run_records(b: _Builder, job: _Job, end: datetime) -> None:
+    """Per run: `checkpoint_save` events every interval, as the trainer posts them, and
+    Megatron's progress line every five minutes from the last rank (text no rule takes)."""
+    last = job.placement.world_size - 1
+    host = job.placement.host_of(last)
+    every = timedelta(minutes=5)
     for start, stop, step0 in [*job.runs, (job.run_start, end, job.run_step)]:
         at = start + job.checkpoint_every
-        while at + timedelta(seconds=job.checkpoint_s) < (stop or end):
+        while at + timedelta(seconds=job.checkpoint_s) < stop:
             step = step0 + int((at - start).total_seconds() / job.step_s)
             b.event(at + timedelta(seconds=job.checkpoint_s), job.head, "checkpoint_save",
                     {"step": step, "duration_s": round(job.checkpoint_s, 1)}, job=job.id)
             at += job.checkpoint_every
+        at = start + every
+        while at < stop:
+            step = step0 + int((at - start).total_seconds() / job.step_s)
+            loss = 1.7 + 9.0 / (1 + step / 400) + b.rng.uniform(-0.02, 0.02)
+            line = (f"[rank{last}]:  [{at:%Y-%m-%d %H:%M:%S}] iteration {step:8d}/ 1000000 | consumed "
+                    f"samples: {step * 2048:12d} | elapsed time per iteration (ms): "
+                    f"{job.step_s * 1000 * b.rng.uniform(0.98, 1.02):.1f} | learning rate: 1.500000E-04 | "
+                    f"global batch size:  2048 | lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: "
+                    f"{b.rng.uniform(0.2, 0.6):.3f} | number of skipped iterations:   0 | "
+                    "number of nan iterations:   0 |")
+            b.log(at, host, "train", line, None)
+            at += every
 
 
 # ---------------------------------------------------------------------------- scenarios
@@ -850,7 +886,7 @@ def scenario_set(n_faults: int = 200, seed: int = 0, hosts: int = 128, *,
         clock = t + timedelta(minutes=b.rng.uniform(2, 8))
     end = max([clock, *(j.free_at for j in jobs)]) + timedelta(minutes=30)
     for job in jobs:
-        _checkpoints(b, job, end)
+        _run_records(b, job, end)
         b.event(end + timedelta(seconds=b.rng.uniform(0, 60)), job.head, "job_end",
                 {"reason": "completed"}, job=job.id)
     _noise(b, start, end, noise_per_host_hour)
