@@ -586,7 +586,8 @@ def _leaf_switch_down(b: _Builder, job: _Job, t: datetime) -> _Hit:
 
 def _host_crash(b: _Builder, job: _Job, t: datetime) -> _Hit:
     """A fatal machine check panics the host: MCE records, the panic, then silence from
-    all its ranks; the monitor reports its heartbeat lost; it reboots minutes later."""
+    all its ranks; the monitor reports its heartbeat lost; it reboots minutes later. In
+    half the crashes the HCA stops too and the ranks' ring peers name its IPs."""
     _, host, _ = _victim(b, job)
     cpu, bank = b.rng.randrange(112), b.rng.choice((4, 6, 13, 17))
     lines = [
@@ -610,7 +611,16 @@ def _host_crash(b: _Builder, job: _Job, t: datetime) -> _Hit:
     b.quiet.setdefault(host, []).append((t, reboot + timedelta(seconds=60)))
     b.event(b.after(reboot, 60, 120), host, "host_heartbeat", {"state": "ok"}, severity="info",
             component=host, message=f"{host} agent heartbeat restored")
-    end = _timeouts(b, job, _hang_start(b, t), skip=set(job.placement.host_ranks(host)))
+    silent = set(job.placement.host_ranks(host))
+    aborted: set[int] = set()
+    if b.rng.random() < 0.5:  # the HCA died with the host: peers' queue pairs to it fail
+        for rank in sorted(silent):
+            ip = b.hosts[host].nic_ip[job.placement.slots[rank].gpu]
+            for peer in _ring_peers(job.placement, rank):
+                if peer not in aborted:
+                    _peer_errors(b, job, peer, ip, b.after(t, 7, 20))
+                    aborted.add(peer)
+    end = _timeouts(b, job, _hang_start(b, t), skip=silent | aborted)
     return _Hit(host, end, ready=reboot + timedelta(seconds=120))
 
 

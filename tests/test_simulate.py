@@ -285,7 +285,7 @@ def test_leaf_switch_down_takes_every_nic_on_the_leaf_at_once(scenario, parsed, 
             (topology.host_of(n), topology.attrs(n)["netdev"]) for n in nics)
 
 
-def test_host_crash_panics_then_all_its_ranks_are_silent(scenario, parsed) -> None:
+def test_host_crash_panics_then_all_its_ranks_are_silent(scenario, parsed, topology) -> None:
     events = [r["event"] for r in scenario.records if r["type"] == "event"]
     for fault in _faults(scenario, "host_crash"):
         host, t = fault["root_component"], _time(fault["time"])
@@ -296,7 +296,12 @@ def test_host_crash_panics_then_all_its_ranks_are_silent(scenario, parsed) -> No
                    and t < _time(e["time"]) < t + timedelta(minutes=5) for e in events)
         placement = _world(scenario, fault["job"])
         ranks = {e["rank"] for e in _timeouts_of(parsed, scenario, fault)}
-        assert ranks == set(range(placement.world_size)) - set(placement.host_ranks(host))
+        errors = _events(parsed, "nccl_error", set(placement.hosts()), t, t + timedelta(seconds=30))
+        aborted = {e["rank"] for e in errors}
+        assert ranks | aborted == set(range(placement.world_size)) - set(placement.host_ranks(host))
+        assert not ranks & aborted
+        ips = {topology.attrs(f"{host}/nic{i}")["ip"] for i in range(8)}
+        assert {e["attrs"]["peer"] for e in errors if "peer" in e["attrs"]} <= ips
         # nothing at all from the host until it has rebooted
         assert not [r for r, _ in parsed if r["host"] == host and t < _time(r["time"]) < t + timedelta(minutes=4)]
 
