@@ -890,7 +890,9 @@ def scenario_set(n_faults: int = 200, seed: int = 0, hosts: int = 128, *,
             entry = _inject(b, job, mechanism, t, kind)
             if kind == "red_herring":
                 others = sorted(h for h in b.hosts if h not in job_hosts[job.id] and not b.quiet_at(h, t))
-                decoy = b.rng.choice(others)
+                # half the decoys sit on a spare host under the job's own leaf switches
+                near = [h for h in others if b.hosts[h].su == b.hosts[job.head].su]
+                decoy = b.rng.choice(near if near and b.rng.random() < 0.5 else others)
                 noise = b.rng.choice(("aer", "edac", "sbe", "symbol", "gpu_warm"))
                 entry["decoys"] = [_correctable(b, decoy, b.after(t, -60, 60), noise)]
         clock = t + timedelta(minutes=b.rng.uniform(2, 8))
