@@ -28,6 +28,8 @@ from attribution.topology import Topology
 
 # Items of one scope further apart than this (in effective time) are separate interruptions.
 GAP = timedelta(minutes=15)
+# ... unless the job reports its restarts: then only a restart, or this long, separates them.
+LONG_GAP = timedelta(hours=1)
 # Hardware events this long before the hang start can still be its cause.
 LOOKBACK = timedelta(minutes=10)
 LOOKAHEAD = timedelta(minutes=2)
@@ -107,7 +109,13 @@ def _scopes(item: Item, cluster: Cluster, observed: dict[str, set[str]]) -> list
         if cluster.topology.type_of(item.component) == "switch":  # a fabric switch: the jobs below it
             hosts = {cluster.topology.host_of(n) for n in cluster.topology.neighbours(item.component)}
             jobs = sorted({job for host in hosts if host for job in cluster.jobs_on(host, item.time)})
-    return [f"job:{job}" for job in jobs] or [f"host:{item.event['host']}"]
+    if jobs:
+        return [f"job:{job}" for job in jobs]
+    # Where jobs are known, a fault on an idle host interrupts nothing: it stays on the
+    # timeline as evidence. Only where no job is known at all is the host the scope.
+    if item.signal.role != "symptom" and (cluster.jobs or observed):
+        return []
+    return [f"host:{item.event['host']}"]
 
 
 def _restarts(items: Sequence[Item]) -> dict[str, list[datetime]]:
@@ -136,10 +144,13 @@ def _group(items: Sequence[Item], cluster: Cluster) -> list[Draft]:
         timed.sort(key=lambda pair: (pair[0], pair[1].id))
         job = scope.removeprefix("job:") if scope.startswith("job:") else None
         job_restarts = restarts.get(job, []) if job else []
+        # A job that reports its restarts is interrupted once per restart: its late
+        # symptoms (a job_fail half an hour after a 30-minute watchdog) still belong.
+        gap = LONG_GAP if job_restarts else GAP
         current: Draft | None = None
         for when, item in timed:
             restarted = current is not None and any(current.last < r <= when for r in job_restarts)
-            if current is None or when - current.last > GAP or restarted:
+            if current is None or when - current.last > gap or restarted:
                 current = Draft(scope=scope, job=job, start=when, last=when)
                 drafts.append(current)
             current.members.append(item)
