@@ -321,7 +321,7 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
         evidence_ids = [i.id for i in anomalies]
     draft.action = _action(root, cause, draft, cluster, placement)
     cited = [i for i in (*draft.evidence, *draft.members) if i.id in set(evidence_ids)]
-    first = min(cited, key=lambda i: i.time) if cited else None
+    first = min(cited, key=effective_time) if cited else None
     draft.root_cause = {
         "component": root,
         "kind": first.event["kind"] if first else None,
@@ -332,8 +332,8 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
         "explanation": _explain(draft, root, cause, cited, draft.action),
     }
     # The failure happened at the root's first evidence when there is one, else at the hang start.
-    near = first is not None and draft.start - LOOKBACK <= first.time <= draft.last
-    failed_at = first.time if near else draft.start
+    near = first is not None and draft.start - LOOKBACK <= effective_time(first) <= draft.last
+    failed_at = effective_time(first) if near else draft.start
     draft.interruption = _interruption(draft, lifecycle, cluster, placement, failed_at)
 
 
