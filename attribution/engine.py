@@ -13,7 +13,7 @@ vote; pick the root, its cause, the action and a sentence for the on-call engine
 """
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -48,6 +48,8 @@ class Cluster(Protocol):
     def resolve(self, event: dict, placement: Placement | None = None) -> str | None: ...
 
     def peer(self, peer: str, placement: Placement | None = None) -> str | None: ...
+
+    def reach(self, hosts: Iterable[str], *, job: str | None = None) -> frozenset[str]: ...
 
 
 @dataclass
@@ -92,10 +94,14 @@ def effective_time(item: Item) -> datetime:
 def _items(events: Sequence[dict], cluster: Cluster) -> list[Item]:
     items = []
     for event in events:
-        job = event.get("job")
-        placement = cluster.placement(job) if job else None
-        component = cluster.resolve(event, placement) or event.get("component") or event["host"]
-        items.append(Item(event, classify(event), component, event["time"]))
+        signal = classify(event)
+        component = event.get("component")
+        # Symptoms are reasoned about by rank, not component; hardware events are resolved
+        # again in case the topology arrived after they did.
+        if signal.role not in ("symptom", "lifecycle") and (not component or component == event["host"]):
+            job = event.get("job")
+            component = cluster.resolve(event, cluster.placement(job) if job else None) or component
+        items.append(Item(event, signal, component or event["host"], event["time"]))
     return items
 
 
@@ -160,31 +166,17 @@ def _group(items: Sequence[Item], cluster: Cluster) -> list[Draft]:
     return drafts
 
 
-def _footprint_hosts(draft: Draft, cluster: Cluster, placement: Placement | None) -> set[str]:
-    if placement is not None:
-        return set(placement.hosts())
-    return {item.event["host"] for item in draft.members}
-
-
-def _fabric(hosts: set[str], topology: Topology | None) -> set[str]:
-    """The fabric switches the hosts' NICs plug into."""
-    if topology is None:
-        return set()
-    switches = set()
-    for host in hosts:
-        for component in topology.host_components(host):
-            if topology.type_of(component) == "nic":
-                switches.update(n for n in topology.neighbours(component) if topology.type_of(n) == "switch")
-    return switches
-
-
 def _evidence(draft: Draft, hardware: Sequence[Item], cluster: Cluster, placement: Placement | None) -> list[Item]:
-    hosts = _footprint_hosts(draft, cluster, placement)
-    reach = hosts | _fabric(hosts, cluster.topology)
+    """Hardware events near the interruption on what it could have touched."""
+    if placement is not None:
+        reach = cluster.reach(placement.hosts(), job=draft.job)
+    else:
+        reach = cluster.reach({item.event["host"] for item in draft.members})
     low, high = draft.start - LOOKBACK, draft.last + LOOKAHEAD
     return [
         item for item in hardware
-        if low <= item.time <= high and (item.event["host"] in reach or (item.component or "").split("~")[0].split("/")[0] in reach)
+        if low <= item.time <= high
+        and (item.event["host"] in reach or (item.component or "").split("~")[0].split("/")[0] in reach)
     ]
 
 
