@@ -36,6 +36,8 @@ def make_engine(url: str) -> Engine:
 def init_schema(engine: Engine) -> None:
     """Create missing tables and record the schema version; refuse a newer database."""
     import service.events.models  # noqa: F401  (registers the tables on `metadata`)
+    import service.jobs.models  # noqa: F401
+    import service.topology.models  # noqa: F401
 
     metadata.create_all(engine)
     with engine.begin() as conn:
