@@ -93,7 +93,7 @@ class Cluster:
             self.use_topology(topology_service.load(row), row.version)
             log.info("topology version %d loaded: %d components", row.version, row.components)
         for job_row in rows:
-            self.add_job(self.job_from_row(job_row))
+            self.add_job(self.job_from_row(job_row._mapping))
 
     # ------------------------------------------------------------------- topology
 
@@ -121,15 +121,15 @@ class Cluster:
     # ----------------------------------------------------------------------- jobs
 
     @staticmethod
-    def job_from_row(row: Any) -> Job:
-        mapping = row if isinstance(row, dict) else row._mapping
+    def job_from_row(row: Mapping[str, Any]) -> Job:
+        """A `jobs` row (a dict or a Row's `_mapping`) as ingest needs it."""
         return Job(
-            id=mapping["id"],
-            start=_aware(mapping["start"]),
-            end=_aware(mapping["end"]),
-            state=mapping["state"],
-            state_time=_aware(mapping["state_time"]),
-            placement=jobs_service.placement_of(mapping),
+            id=row["id"],
+            start=_aware(row["start"]),
+            end=_aware(row["end"]),
+            state=row["state"],
+            state_time=_aware(row["state_time"]),
+            placement=jobs_service.placement_of(row),
         )
 
     def add_job(self, job: Job) -> None:

@@ -1,5 +1,6 @@
 """Jobs: registration rows, placement from a row, state write-through, and queries."""
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,10 +39,9 @@ def to_row(job: JobIn, *, registered: datetime, topology_version: int | None) ->
     }
 
 
-def placement_of(row: Any) -> Placement:
+def placement_of(row: Mapping[str, Any]) -> Placement:
     """The placement a stored row describes (it was valid when stored)."""
-    mapping = row if isinstance(row, dict) else row._mapping
-    return Placement.from_job({key: mapping[key] for key in PLACEMENT_FIELDS if mapping[key] is not None})
+    return Placement.from_job({key: row[key] for key in PLACEMENT_FIELDS if row[key] is not None})
 
 
 def create(conn: Connection, *, row: dict[str, Any]) -> bool:
