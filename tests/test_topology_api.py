@@ -2,6 +2,8 @@
 raw identifiers on ingest — against a real server process and DuckDB file."""
 
 import copy
+import subprocess
+import sys
 
 import orjson
 import pytest
@@ -205,3 +207,22 @@ def test_no_body_gets_a_5xx(shared_server: Server, body) -> None:
     assert answer.status_code in (200, 400, 422), answer.text
     if answer.status_code != 200:
         assert answer.json()["detail"]
+
+
+def test_cli_generate_and_upload(server: Server, tmp_path) -> None:
+    cli = [sys.executable, "-m", "service.cli", "topology"]
+    generated = subprocess.run([*cli, "generate", "rail-optimized", "--hosts", "6", "--hosts-per-su", "4"],
+                               capture_output=True, check=True)
+    body = orjson.loads(generated.stdout)
+    assert sum(c["type"] == "gpu" for c in body["components"]) == 48
+    path = tmp_path / "topo.json"
+    path.write_bytes(generated.stdout)
+    uploaded = subprocess.run([*cli, "upload", str(path), "--url", server.url], capture_output=True, check=True)
+    assert orjson.loads(uploaded.stdout)["gpus"] == 48
+    assert normal(server.client.get("/v1/topology").json()) == normal(body)
+
+    path.write_bytes(b'{"components": [{"id": "x", "type": "toaster"}]}')
+    refused = subprocess.run([*cli, "upload", str(path), "--url", server.url], capture_output=True)
+    assert refused.returncode == 1 and b"toaster" in refused.stderr
+    wrong = subprocess.run([*cli, "generate", "heterogeneous-example", "--hosts", "3"], capture_output=True)
+    assert wrong.returncode != 0 and b"--hosts" in wrong.stderr
