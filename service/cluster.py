@@ -29,6 +29,9 @@ from service.topology import service as topology_service
 
 log = logging.getLogger(__name__)
 
+# Footprints kept (a 16,384-rank job's is ~100k ids): the jobs on-call is looking at.
+_FOOTPRINTS_KEPT = 32
+
 
 @dataclass(frozen=True)
 class Graph:
@@ -90,7 +93,8 @@ class Cluster:
             row = topology_service.get(conn)
             rows = jobs_service.get_every(conn)
         if row is not None:
-            self.use_topology(topology_service.load(row), row.version)
+            with topology_service.gc_paused():
+                self.use_topology(topology_service.load(row), row.version)
             log.info("topology version %d loaded: %d components", row.version, row.components)
         for job_row in rows:
             self.add_job(self.job_from_row(job_row._mapping))
@@ -180,7 +184,10 @@ class Cluster:
         found = self._footprints.get(key)
         if found is None:
             found = graph.paths.footprint(placement.rank_to_gpu(r) for r in range(placement.world_size))
-            self._footprints[key] = found
+            with self._jobs_lock:
+                while len(self._footprints) >= _FOOTPRINTS_KEPT:
+                    self._footprints.pop(next(iter(self._footprints)))
+                self._footprints[key] = found
         return found
 
     # --------------------------------------------------------------------- ingest

@@ -69,7 +69,7 @@ def get_jobs(
     return {"jobs": [service.summary(row) for row in page], "next": following}
 
 
-@router.get("/{job_id}")
+@router.get("/{job_id:path}")
 def get_job(request: Request, job_id: str, footprint: bool = False) -> dict:
     """One job: state, hosts, world size, parallel layout and communicator groups; with
     `?footprint=true` also how many components and links its traffic can cross."""

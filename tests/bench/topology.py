@@ -33,6 +33,7 @@ from attribution.placement import Placement
 from attribution.resolve import Resolver
 from attribution.topology import Topology
 from service.cluster import Cluster, Job
+from service.store import make_engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import start_server  # noqa: E402  (the tests' real-server launcher)
@@ -125,7 +126,7 @@ def main() -> None:
     _, t_resolve = timed(lambda: [resolver.resolve(e) for e in events])
 
     # Ingest enrichment: the job from host + rank + time, then the component.
-    cluster = Cluster(engine=None)
+    cluster = Cluster(make_engine("duckdb:///:memory:"))
     cluster.use_topology(topology, 1)
     start = datetime(2026, 11, 29, 8, tzinfo=UTC)
     cluster.add_job(Job("bench", start, None, "running", start, job))
