@@ -153,6 +153,10 @@ class Cluster:
     def job(self, job_id: str) -> Job | None:
         return self._jobs.get(job_id)
 
+    def jobs(self) -> list[Job]:
+        """Every registered job (a copy of the list: safe to iterate while ingest runs)."""
+        return list(self._jobs.values())
+
     def placement(self, job_id: str) -> Placement | None:
         """Where the job's ranks run and its communicator groups, or None if unknown."""
         job = self._jobs.get(job_id)

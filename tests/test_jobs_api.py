@@ -3,6 +3,8 @@ state from `job_*` events, and the footprint — against a real server and DuckD
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attribution.generators import rail_optimized
 from conftest import Server, start_server
@@ -180,3 +182,32 @@ def test_footprint_on_request(server: Server) -> None:
 
     warned = server.client.post("/v1/jobs", json={**JOB, "id": "elsewhere", "hosts": ["node0001", "gpu-box-9"], "parallelism": {}})
     assert warned.status_code == 201 and "gpu-box-9" in warned.json()["warnings"][0]
+
+
+small_ints = st.integers(-2, 9)
+fuzzed_jobs = st.fixed_dictionaries(
+    {"id": st.text(max_size=5) | st.integers()},
+    optional={
+        "start": st.sampled_from(["2026-11-29T08:00:00Z", "2026-11-29T08:00:00", 1.7e9, "x", None]),
+        "gpus_per_host": small_ints | st.text(max_size=2),
+        "hosts": st.lists(st.sampled_from(["node0000", "node0001", "", "a b", 3]), max_size=3),
+        "ranks": st.lists(st.fixed_dictionaries({"rank": small_ints, "host": st.sampled_from(["node0000", "n1"]), "gpu": small_ints}), max_size=3),
+        "parallelism": st.dictionaries(st.sampled_from(["tp", "pp", "dp", "cp", "ep", "order"]), small_ints | st.sampled_from(["tp-dp-pp", "pp-tp", 1.5]), max_size=3),
+    },
+)
+
+
+@pytest.fixture(scope="module")
+def fuzz_server(tmp_path_factory) -> Server:
+    server = start_server(f"duckdb:///{tmp_path_factory.mktemp('fuzz') / 'faultgraph.duckdb'}")
+    yield server
+    server.stop()
+
+
+@settings(max_examples=40, deadline=None)
+@given(body=fuzzed_jobs)
+def test_no_registration_gets_a_5xx(fuzz_server: Server, body: dict) -> None:
+    answer = fuzz_server.client.post("/v1/jobs", json=body)
+    assert answer.status_code in (200, 201, 422), answer.text
+    if answer.status_code == 422:
+        assert answer.json()["detail"]
