@@ -204,7 +204,7 @@ def fuzz_server(tmp_path_factory) -> Server:
     server.stop()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(body=fuzzed_jobs)
 def test_no_registration_gets_a_5xx(fuzz_server: Server, body: dict) -> None:
     answer = fuzz_server.client.post("/v1/jobs", json=body)

@@ -22,6 +22,14 @@ def small() -> dict:
     return rail_optimized(4, hosts_per_su=2)
 
 
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory) -> Server:
+    """One server for the tests whose uploads all fail (or do not care about versions)."""
+    server = start_server(f"duckdb:///{tmp_path_factory.mktemp('fuzz') / 'faultgraph.duckdb'}")
+    yield server
+    server.stop()
+
+
 def put(server: Server, body) -> object:
     return server.client.put("/v1/topology", content=orjson.dumps(body))
 
@@ -91,8 +99,8 @@ def test_invalid_graph_names_offenders_and_stores_nothing(server: Server, small:
         (b'{"components": [{"id": "a~b", "type": "gpu"}]}', 422, "containing '~'"),
     ],
 )
-def test_malformed_bodies(server: Server, body: bytes, status: int, words: str) -> None:
-    answer = server.client.put("/v1/topology", content=body)
+def test_malformed_bodies(shared_server: Server, body: bytes, status: int, words: str) -> None:
+    answer = shared_server.client.put("/v1/topology", content=body)
     assert answer.status_code == status
     assert words in answer.json()["detail"]
 
@@ -193,14 +201,7 @@ json_values = st.recursive(
 bodies = st.fixed_dictionaries({"components": st.lists(json_values, max_size=4), "links": json_values}) | json_values
 
 
-@pytest.fixture(scope="module")
-def shared_server(tmp_path_factory) -> Server:
-    server = start_server(f"duckdb:///{tmp_path_factory.mktemp('fuzz') / 'faultgraph.duckdb'}")
-    yield server
-    server.stop()
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=bodies)
 def test_no_body_gets_a_5xx(shared_server: Server, body) -> None:
     answer = shared_server.client.put("/v1/topology", content=orjson.dumps(body))
