@@ -10,9 +10,12 @@ Readers take one snapshot of `Graph` so a topology swapped mid-request is never 
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
-from collections.abc import Mapping
+import weakref
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -63,6 +66,14 @@ def _aware(value: datetime | None) -> datetime | None:
     return None if value is None else value.replace(tzinfo=UTC)
 
 
+def _drop_cached_views(graph: object) -> None:
+    """networkx caches views such as `degree` and `edges` on the graph, and they point back
+    at it: a cycle that would keep a frozen graph alive. Without them reference counting
+    frees a replaced graph at once; a reader still holding it simply rebuilds a view."""
+    for name in [key for key in vars(graph) if not key.startswith("_") and key != "graph"]:
+        vars(graph).pop(name, None)
+
+
 def _rank(event: Mapping[str, Any]) -> int | None:
     rank = event.get("rank")
     if rank is None:
@@ -83,7 +94,7 @@ class Cluster:
         self._jobs_on_host: dict[str, list[Job]] = {}
         self._footprints: dict[tuple[str, int | None], set[str]] = {}
         self._jobs_lock = threading.Lock()
-        self.upload_lock = threading.Lock()
+        self._build_lock = threading.Lock()
 
     # ------------------------------------------------------------------- start-up
 
@@ -93,7 +104,7 @@ class Cluster:
             row = topology_service.get(conn)
             rows = jobs_service.get_every(conn)
         if row is not None:
-            with topology_service.gc_paused():
+            with self.building():
                 self.use_topology(topology_service.load(row), row.version)
             log.info("topology version %d loaded: %d components", row.version, row.components)
         for job_row in rows:
@@ -116,6 +127,31 @@ class Cluster:
     @property
     def paths(self) -> Paths | None:
         return self.graph.paths
+
+    @contextmanager
+    def building(self) -> Iterator[None]:
+        """Wrap building (and storing) a topology that is to become current; one at a time.
+
+        A 32,768-GPU graph is millions of small containers and no garbage. The cyclic
+        collector is paused while they are made (it would rescan the growing heap over
+        and over, doubling load time), and afterwards they are frozen: the collector
+        never walks the live graph again. A replaced graph is collected here, once.
+        """
+        with self._build_lock:
+            before = self.graph.topology
+            gc.disable()
+            try:
+                yield
+            finally:
+                if before is not None and self.graph.topology is not before:
+                    replaced = weakref.ref(before.graph)
+                    _drop_cached_views(before.graph)
+                    del before
+                    if replaced() is not None:  # still held (a request in flight, a cycle)
+                        gc.unfreeze()
+                        gc.collect()
+                gc.freeze()
+                gc.enable()
 
     def use_topology(self, topology: Topology, version: int) -> None:
         """Make `topology` current: indexes are built first, then swapped in at once."""

@@ -1,9 +1,6 @@
 """Topology: decode an uploaded graph, store it as a new version, read versions back."""
 
-import gc
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import orjson
@@ -17,19 +14,6 @@ from service.topology.models import topologies
 # zlib level 1: a 35 MB graph compresses ~8x in a fraction of a second; higher levels
 # gain little on this repetitive JSON and cost seconds on every upload.
 _COMPRESSION_LEVEL = 1
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Building a graph allocates millions of small containers and no garbage; the cyclic
-    collector would rescan the growing heap over and over, more than doubling load time."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def decode(body: bytes) -> tuple[Topology, bytes]:

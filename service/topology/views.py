@@ -40,12 +40,11 @@ TOPOLOGY_BODY = {
 
 def _replace(cluster: Cluster, engine: sa.Engine, body: bytes) -> dict:
     """Validate, store as the next version, and make it current (one upload at a time)."""
-    with service.gc_paused():
+    with cluster.building():
         topology, graph_json = service.decode(body)
-        with cluster.upload_lock:
-            with engine.begin() as conn:
-                stored = service.create(conn, topology=topology, graph_json=graph_json)
-            cluster.use_topology(topology, stored["version"])
+        with engine.begin() as conn:
+            stored = service.create(conn, topology=topology, graph_json=graph_json)
+        cluster.use_topology(topology, stored["version"])
     return stored
 
 
