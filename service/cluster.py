@@ -257,15 +257,24 @@ class Cluster:
 
     def _change_state(self, job: Job, state: str, time: datetime, kind: str) -> None:
         """Apply a state change unless a later one is already recorded (replays and late
-        events arrive out of order), then write it through."""
+        events arrive out of order), then write it through. A `job_start` earlier than the
+        registered start moves the start back, so lines logged before the registration
+        still find their job."""
         with self._jobs_lock:
-            if time < job.state_time:
+            moved = kind == "job_start" and time < job.start
+            if moved:
+                job.start = time
+                for host in job.placement.hosts():
+                    self._jobs_on_host[host].sort(key=lambda j: j.start)
+            newer = time >= job.state_time
+            if newer:
+                job.state, job.state_time = state, time
+                if kind == "job_end":
+                    job.end = time
+                elif kind in ("job_start", "job_restart"):
+                    job.end = None
+            if not (moved or newer):
                 return
-            job.state, job.state_time = state, time
-            if kind == "job_end":
-                job.end = time
-            elif kind in ("job_start", "job_restart"):
-                job.end = None
-            end = job.end
+            values = {"start": job.start, "state": job.state, "state_time": job.state_time, "end": job.end}
         with self._engine.begin() as conn:
-            jobs_service.set_state(conn, job_id=job.id, state=state, state_time=time, end=end)
+            jobs_service.set_state(conn, job_id=job.id, **values)

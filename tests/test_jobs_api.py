@@ -211,3 +211,16 @@ def test_no_registration_gets_a_5xx(fuzz_server: Server, body: dict) -> None:
     assert answer.status_code in (200, 201, 422), answer.text
     if answer.status_code == 422:
         assert answer.json()["detail"]
+
+
+def test_an_earlier_job_start_moves_the_start_back(server: Server) -> None:
+    server.client.post("/v1/jobs", json={**JOB, "start": "2026-11-29T09:00:00Z"})
+    post_events(
+        server,
+        event(kind="job_start", job="llama-r7", time="2026-11-29T08:30:00Z"),
+        event(rank=12, time="2026-11-29T08:45:00Z"),
+    )
+    job = server.client.get("/v1/jobs/llama-r7").json()
+    assert job["start"] == "2026-11-29T08:30:00.000000Z" and job["state"] == "running"
+    [found] = stored(server, kind="nccl_timeout")
+    assert found["job"] == "llama-r7"

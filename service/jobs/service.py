@@ -51,12 +51,17 @@ def create(conn: Connection, *, row: dict[str, Any]) -> bool:
     return not existed
 
 
-def set_state(conn: Connection, *, job_id: str, state: str, state_time: datetime, end: datetime | None) -> None:
-    """Write through a state change made by a `job_*` event."""
+def set_state(
+    conn: Connection, *, job_id: str, start: datetime, state: str, state_time: datetime, end: datetime | None
+) -> None:
+    """Write through a change made by a `job_*` event."""
     conn.execute(
         sa.update(jobs)
         .where(jobs.c.id == job_id)
-        .values(state=state, state_time=_naive(state_time), end=_naive(end) if end is not None else None)
+        .values(
+            start=_naive(start), state=state, state_time=_naive(state_time),
+            end=_naive(end) if end is not None else None,
+        )
     )
 
 
