@@ -108,7 +108,10 @@ class Cluster:
                 self.use_topology(topology_service.load(row), row.version)
             log.info("topology version %d loaded: %d components", row.version, row.components)
         for job_row in rows:
-            self.add_job(self.job_from_row(job_row._mapping))
+            try:
+                self.add_job(self.job_from_row(job_row._mapping))
+            except ValueError as exc:  # stored by an older, laxer faultgraph: keep serving
+                log.error("job %s not loaded: its placement is invalid: %s", job_row.id, exc)
 
     # ------------------------------------------------------------------- topology
 

@@ -75,6 +75,7 @@ def refusing_server(tmp_path_factory) -> Server:
     [
         ({"parallelism": {"tp": 8, "pp": 2, "dp": 4}}, "does not equal the world size 32"),
         ({"parallelism": {"tp": 8, "ep": 2}}, "unknown parallelism ep"),
+        ({"parallelism": {"tp": None}}, "parallelism tp must be a positive integer, got None"),
         ({"parallelism": {"tp": 8, "dp": 4, "order": "tp-xx"}}, "order"),
         ({"hosts": ["node0000", "node0000"]}, "node0000 listed twice"),
         ({"hosts": None}, "hosts"),

@@ -14,11 +14,6 @@ from service.jobs.models import JobIn, jobs
 PLACEMENT_FIELDS: tuple[str, ...] = ("gpus_per_host", "hosts", "ranks", "parallelism")
 
 
-def placement_body(job: JobIn) -> dict[str, Any]:
-    """The fields of a registration that `Placement.from_job` reads."""
-    return job.model_dump(include=set(PLACEMENT_FIELDS), exclude_none=True)
-
-
 def to_row(job: JobIn, *, registered: datetime, topology_version: int | None) -> dict[str, Any]:
     """A validated registration → the `jobs` row (times naive UTC, as stored)."""
     start = job.start or registered

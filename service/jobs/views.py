@@ -11,7 +11,6 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from attribution.placement import Placement
 from service.cluster import Cluster
 from service.jobs import service
 from service.jobs.models import JobIn, JobState
@@ -24,11 +23,11 @@ _SHOWN = 5
 
 def _register(request: Request, job: JobIn) -> tuple[dict, bool]:
     cluster: Cluster = request.app.state.cluster
+    row = service.to_row(job, registered=datetime.now(UTC), topology_version=cluster.version)
     try:
-        placement = Placement.from_job(service.placement_body(job))
+        placement = service.placement_of(row)  # from the row as stored: it must reload
     except ValueError as exc:
         raise HTTPException(422, f"placement: {exc}") from None
-    row = service.to_row(job, registered=datetime.now(UTC), topology_version=cluster.version)
     with request.app.state.engine.begin() as conn:
         created = service.create(conn, row=row)
         stored = service.get(conn, job_id=job.id)
