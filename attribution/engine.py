@@ -51,6 +51,8 @@ class Cluster(Protocol):
 
     def reach(self, hosts: Iterable[str], *, job: str | None = None) -> frozenset[str]: ...
 
+    def has_jobs(self) -> bool: ...
+
 
 @dataclass
 class Draft:
@@ -119,7 +121,7 @@ def _scopes(item: Item, cluster: Cluster, observed: dict[str, set[str]]) -> list
         return [f"job:{job}" for job in jobs]
     # Where jobs are known, a fault on an idle host interrupts nothing: it stays on the
     # timeline as evidence. Only where no job is known at all is the host the scope.
-    if item.signal.role != "symptom" and (cluster.jobs or observed):
+    if item.signal.role != "symptom" and (cluster.has_jobs() or observed):
         return []
     return [f"host:{item.event['host']}"]
 

@@ -11,13 +11,15 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from service import store
+from service.cluster import Cluster
 from service.config import Settings
 from service.events import views as events_views
-from attribution.cluster import ClusterSnapshot
 from service.events.models import events
 from service.incidents import views as incidents_views
 from service.incidents.flows import IncidentRunner
 from service.liveness import Liveness, LivenessWatcher
+from service.jobs import views as jobs_views
+from service.topology import views as topology_views
 from service.writer import GroupWriter
 
 log = logging.getLogger("faultgraph")
@@ -32,6 +34,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = store.make_engine(settings.db_url)
         store.init_schema(engine)
         app.state.engine = engine
+        cluster = Cluster(engine)
+        cluster.load()
+        app.state.cluster = cluster
+        app.state.enrich = cluster.enrich
         app.state.writer = GroupWriter(
             engine,
             partial(store.insert_ignoring_duplicates, table_name="events"),
@@ -53,10 +59,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="Fault-diagnosis timeline for GPU training clusters")
     app.state.settings = settings
     app.state.enrich = None
-    app.state.cluster = ClusterSnapshot()
     app.state.liveness = Liveness(timedelta(seconds=settings.heartbeat_timeout_s))
     app.include_router(events_views.router)
     app.include_router(incidents_views.router)
+    app.include_router(topology_views.router)
+    app.include_router(jobs_views.router)
 
     @app.get("/healthz", tags=["health"])
     def healthz(request: Request) -> dict:

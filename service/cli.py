@@ -1,18 +1,23 @@
 """The `faultgraph` command: the server, and the tools around it."""
 
+import inspect
 import logging
+import sys
 from pathlib import Path
 from typing import Annotated
 
+import httpx
+import orjson
 import typer
 import uvicorn
 
+from attribution.generators import LAYOUTS
 from service.app import create_app
 from service.config import Settings
 
 app = typer.Typer(help="faultgraph: the fault-diagnosis timeline of a GPU training cluster.", no_args_is_help=True)
-
-
+topology_app = typer.Typer(help="Generate cluster topologies and upload them.", no_args_is_help=True)
+app.add_typer(topology_app, name="topology")
 
 @app.callback()
 def main() -> None:
@@ -52,6 +57,69 @@ def simulate(
         raise typer.BadParameter(str(exc)) from exc
     scenario.save(out)
     typer.echo(f"{len(scenario.truth)} faults, {len(scenario.records)} records, {len(scenario.jobs)} jobs written to {out}")
+@topology_app.command("generate")
+def topology_generate(
+    layout: Annotated[str, typer.Argument(help=f"One of: {', '.join(LAYOUTS)}.")],
+    hosts: Annotated[int | None, typer.Option(help="Hosts (rail-optimized).")] = None,
+    gpus_per_host: Annotated[int | None, typer.Option(help="GPUs, and NICs, per host.")] = None,
+    nvswitches: Annotated[int | None, typer.Option(help="NVSwitches per host.")] = None,
+    hosts_per_su: Annotated[int | None, typer.Option(help="Hosts per scalable unit (one leaf per rail each).")] = None,
+    spines: Annotated[int | None, typer.Option(help="Spine switches (default: non-blocking).")] = None,
+    host_prefix: Annotated[str | None, typer.Option(help="Host name prefix, e.g. node → node0042.")] = None,
+    fabric: Annotated[str | None, typer.Option(help="ib or eth.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of standard output.")] = None,
+) -> None:
+    """Write a generated topology as the JSON body of PUT /v1/topology."""
+    generator = LAYOUTS.get(layout)
+    if generator is None:
+        raise typer.BadParameter(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}", param_hint="LAYOUT")
+    given = {name: value for name, value in {
+        "hosts": hosts, "gpus_per_host": gpus_per_host, "nvswitches": nvswitches, "hosts_per_su": hosts_per_su,
+        "spines": spines, "host_prefix": host_prefix, "fabric": fabric,
+    }.items() if value is not None}
+    accepted = inspect.signature(generator).parameters
+    unused = [f"--{name.replace('_', '-')}" for name in given if name not in accepted]
+    if unused:
+        raise typer.BadParameter(f"{layout} does not take {', '.join(unused)}")
+    try:
+        body = generator(**given)
+    except (TypeError, ValueError) as exc:
+        raise typer.BadParameter(str(exc)) from None
+    blob = orjson.dumps(body)
+    if output is None:
+        sys.stdout.buffer.write(blob + b"\n")
+    else:
+        output.write_bytes(blob)
+
+
+@topology_app.command("upload")
+def topology_upload(
+    file: Annotated[Path, typer.Argument(help="A topology JSON file ('-' for standard input).", allow_dash=True)],
+    url: Annotated[str, typer.Option(help="The service, e.g. http://127.0.0.1:8080.", envvar="FAULTGRAPH_URL")] = "http://127.0.0.1:8080",
+    token: Annotated[str | None, typer.Option(help="Bearer token with the admin role.", envvar="FAULTGRAPH_TOKEN")] = None,
+) -> None:
+    """Replace the service's topology with FILE; prints the new version and its counts."""
+    try:
+        body = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
+    except OSError as exc:
+        typer.echo(f"cannot read {file}: {exc.strerror}", err=True)
+        raise typer.Exit(1) from None
+    headers = {"content-type": "application/json"}
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    try:
+        answer = httpx.put(url.rstrip("/") + "/v1/topology", content=body, headers=headers, timeout=600)
+    except httpx.HTTPError as exc:
+        typer.echo(f"upload failed: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if answer.status_code != 200:
+        try:
+            detail = answer.json().get("detail", answer.text)
+        except ValueError:
+            detail = answer.text
+        typer.echo(f"upload refused ({answer.status_code}): {detail}", err=True)
+        raise typer.Exit(1)
+    typer.echo(answer.text)
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from attribution.cluster import ClusterSnapshot
-from attribution.engine import GAP, LONG_GAP, LOOKBACK, Draft, analyse
+
+from attribution.engine import GAP, LONG_GAP, LOOKBACK, Cluster, Draft, analyse
 from service import store
 from service.events.models import events
 from service.incidents.models import engine_state, incident_events, incidents
@@ -149,7 +149,7 @@ def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row]) -> di
     return {"opened": opened, "updated": updated, "removed": removed}
 
 
-def analyze_pending(engine: Engine, cluster: ClusterSnapshot) -> dict[str, int]:
+def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
     """One engine pass over everything committed since the last pass."""
     with engine.connect() as conn:
         last = _last_seq(conn)
@@ -177,7 +177,7 @@ def analyze_pending(engine: Engine, cluster: ClusterSnapshot) -> dict[str, int]:
 class IncidentRunner:
     """Runs `analyze_pending` in the background after commits, and on demand."""
 
-    def __init__(self, engine: Engine, cluster: Callable[[], ClusterSnapshot], *, interval: float = 1.0) -> None:
+    def __init__(self, engine: Engine, cluster: Callable[[], Cluster], *, interval: float = 1.0) -> None:
         self._engine = engine
         self._cluster = cluster
         self._interval = interval
