@@ -16,6 +16,7 @@ from attribution.cluster import ClusterSnapshot
 from service.events.models import events
 from service.incidents import views as incidents_views
 from service.incidents.flows import IncidentRunner
+from service.stats import views as stats_views
 from service.writer import GroupWriter
 
 log = logging.getLogger("faultgraph")
@@ -52,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.cluster = ClusterSnapshot()
     app.include_router(events_views.router)
     app.include_router(incidents_views.router)
+    app.include_router(stats_views.router)
 
     @app.get("/healthz", tags=["health"])
     def healthz(request: Request) -> dict:
