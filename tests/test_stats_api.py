@@ -2,8 +2,10 @@
 stored incidents (events posted, the engine attributing them), Llama 3's ledger replayed."""
 
 import csv
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -12,7 +14,7 @@ from attribution.generators import rail_optimized
 from attribution.topology import Topology
 from service.app import create_app
 from service.config import Settings
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, start_server
 
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 
@@ -53,10 +55,26 @@ def post_and_analyse(client, batch: list[dict]) -> None:
     client.post("/v1/analyze")
 
 
-def test_mtbf_from_stored_incidents(client):
-    post_and_analyse(client, day_of_training())
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Iterator[httpx.Client]:
+    """One server holding `day_of_training`, shared by the tests that only read it."""
+    server = start_server(f"duckdb:///{tmp_path_factory.mktemp('trained') / 'faultgraph.duckdb'}")
+    post_and_analyse(server.client, day_of_training())
+    yield server.client
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def empty(tmp_path_factory) -> Iterator[httpx.Client]:
+    """One server with nothing stored, for the tests that post nothing."""
+    server = start_server(f"duckdb:///{tmp_path_factory.mktemp('empty') / 'faultgraph.duckdb'}")
+    yield server.client
+    server.stop()
+
+
+def test_mtbf_from_stored_incidents(trained):
     window = {"since": iso(T0), "until": iso(T0 + timedelta(hours=10))}
-    body = client.get("/v1/stats/mtbf", params=window).json()
+    body = trained.get("/v1/stats/mtbf", params=window).json()
     assert (body["scope"], body["interruptions"], body["observed_hours"]) == ("cluster", 2, 10.0)
     assert body["mtbf_hours"] == pytest.approx(5.0)
     # 2T/χ²(0.975, 6) and 2T/χ²(0.025, 4), χ² quantiles from tables: 14.4494, 0.484419
@@ -64,45 +82,44 @@ def test_mtbf_from_stored_incidents(client):
     assert body["between_failures"]["count"] == 1
     assert body["between_failures"]["mean_hours"] == pytest.approx(4.0)  # 09:00 → 13:00
 
-    with_planned = client.get("/v1/stats/mtbf", params={**window, "include_planned": "true"}).json()
+    with_planned = trained.get("/v1/stats/mtbf", params={**window, "include_planned": "true"}).json()
     assert with_planned["interruptions"] == 3 and with_planned["mtbf_hours"] == pytest.approx(10 / 3)
     # without bounds the window is the event stream's: the job_start at T0 to the job_end at +10 h
-    default = client.get("/v1/stats/mtbf").json()
+    default = trained.get("/v1/stats/mtbf").json()
     assert default["since"] == "2026-11-29T08:00:00.000000Z" and default["observed_hours"] == pytest.approx(10.0)
     assert "first event" in default["notes"][0]
-    later = client.get("/v1/stats/mtbf", params={"since": iso(T0 + timedelta(hours=2)), "until": window["until"]}).json()
+    later = trained.get("/v1/stats/mtbf", params={"since": iso(T0 + timedelta(hours=2)), "until": window["until"]}).json()
     assert (later["interruptions"], later["observed_hours"]) == (1, 8.0)
 
 
-def test_mtbf_per_type_and_per_job(client):
-    post_and_analyse(client, day_of_training())
+def test_mtbf_per_type_and_per_job(trained):
     window = {"since": iso(T0), "until": iso(T0 + timedelta(hours=10))}
-    gpu = client.get("/v1/stats/mtbf", params={**window, "scope": "gpu"}).json()
+    gpu = trained.get("/v1/stats/mtbf", params={**window, "scope": "gpu"}).json()
     assert gpu["failures"] == 1 and gpu["units"] is None and gpu["unit_mtbf_hours"] is None
     assert any("no topology" in note for note in gpu["notes"])
-    host = client.get("/v1/stats/mtbf", params={**window, "scope": "host"}).json()
+    host = trained.get("/v1/stats/mtbf", params={**window, "scope": "host"}).json()
     assert host["failures"] == 1  # node0050's power; the planned maintenance is not a failure
-    assert client.get("/v1/stats/mtbf", params={**window, "scope": "host", "include_planned": True}).json()["failures"] == 2
-    assert client.get("/v1/stats/mtbf", params={**window, "scope": "nic"}).json()["failures"] == 0
+    assert trained.get("/v1/stats/mtbf", params={**window, "scope": "host", "include_planned": True}).json()["failures"] == 2
+    assert trained.get("/v1/stats/mtbf", params={**window, "scope": "nic"}).json()["failures"] == 0
 
-    job = client.get("/v1/stats/mtbf", params={"scope": "job:train"}).json()
+    job = trained.get("/v1/stats/mtbf", params={"scope": "job:train"}).json()
     assert (job["scope"], job["interruptions"], job["observed_hours"]) == ("job:train", 1, 10.0)
-    assert client.get("/v1/stats/mtbf", params={"scope": "train"}).json()["mtbf_hours"] == pytest.approx(10.0)
-    clipped = client.get("/v1/stats/mtbf", params={"scope": "train", "until": iso(T0 + timedelta(hours=4))}).json()
+    assert trained.get("/v1/stats/mtbf", params={"scope": "train"}).json()["mtbf_hours"] == pytest.approx(10.0)
+    clipped = trained.get("/v1/stats/mtbf", params={"scope": "train", "until": iso(T0 + timedelta(hours=4))}).json()
     assert (clipped["interruptions"], clipped["observed_hours"]) == (1, 4.0)
 
 
-def test_mtbf_bad_parameters_are_named(client):
-    missing = client.get("/v1/stats/mtbf", params={"scope": "no-such-job"})
+def test_mtbf_bad_parameters_are_named(empty):
+    missing = empty.get("/v1/stats/mtbf", params={"scope": "no-such-job"})
     assert missing.status_code == 404 and "scope" in missing.json()["detail"]
-    assert "project_to" in client.get("/v1/stats/mtbf", params={"project_to": 16384}).json()["detail"]
+    assert "project_to" in empty.get("/v1/stats/mtbf", params={"project_to": 16384}).json()["detail"]
     for params, name in (({"include_planned": "perhaps"}, "include_planned"), ({"scope": "gpu", "project_to": 0}, "project_to"),
                          ({"since": "yesterday"}, "since")):
-        answer = client.get("/v1/stats/mtbf", params=params)
+        answer = empty.get("/v1/stats/mtbf", params=params)
         assert 400 <= answer.status_code < 500 and name in answer.json()["detail"], answer.text
-    backwards = client.get("/v1/stats/mtbf", params={"since": iso(T0), "until": iso(T0 - timedelta(hours=1))})
+    backwards = empty.get("/v1/stats/mtbf", params={"since": iso(T0), "until": iso(T0 - timedelta(hours=1))})
     assert backwards.status_code == 400 and "until" in backwards.json()["detail"]
-    empty = client.get("/v1/stats/mtbf").json()  # nothing stored yet: an answer, not an error
+    empty = empty.get("/v1/stats/mtbf").json()  # nothing stored yet: an answer, not an error
     assert empty["interruptions"] == 0 and empty["mtbf_hours"] is None and empty["observed_hours"] == 0.0
 
 
@@ -221,20 +238,20 @@ def checkpoint(client, **params) -> dict:
     return answer.json()
 
 
-def test_checkpoint_known_values(client):
+def test_checkpoint_known_values(empty):
     # Daly 2006: 117, 57 and 9.1 min for M = 24 h, 6 h, 15 min with C = 5 min, R = 10 min
     for mtbf_hours, expected in ((24, 117), (6, 57), (0.25, 9.1)):
-        body = checkpoint(client, save_minutes=5, restart_minutes=10, mtbf_hours=mtbf_hours)
+        body = checkpoint(empty, save_minutes=5, restart_minutes=10, mtbf_hours=mtbf_hours)
         assert body["daly_minutes"] == pytest.approx(expected, abs=0.5 if expected > 10 else 0.05)
         assert body["sources"]["mtbf_hours"] == "given"
     # Young 1974: √(2CM) ≈ 22 min for C = 2 min, M = 2 h; ≈ 43 min for C = 5, M = 186 min
-    assert checkpoint(client, save_minutes=2, restart_minutes=0, mtbf_hours=2)["young_minutes"] == pytest.approx(22, abs=0.5)
-    young = checkpoint(client, save_minutes=5, restart_minutes=0, mtbf_hours=3.1)
+    assert checkpoint(empty, save_minutes=2, restart_minutes=0, mtbf_hours=2)["young_minutes"] == pytest.approx(22, abs=0.5)
+    young = checkpoint(empty, save_minutes=5, restart_minutes=0, mtbf_hours=3.1)
     assert young["young_minutes"] == pytest.approx(43, abs=0.5)
     assert young["interval_minutes"] == young["young_minutes"] and young["sources"]["interval_minutes"] == "Young's interval"
     # goodput for C = 5, t = 42, M = 180 min, by hand: 1 / (1 + 5/42 + (21 + R)/180)
     for restart, by_hand in ((30, 1 / (1 + 5 / 42 + 51 / 180)), (10, 1 / (1 + 5 / 42 + 31 / 180))):
-        body = checkpoint(client, save_minutes=5, restart_minutes=restart, mtbf_hours=3, interval_minutes=42)
+        body = checkpoint(empty, save_minutes=5, restart_minutes=restart, mtbf_hours=3, interval_minutes=42)
         assert body["goodput"]["value"] == pytest.approx(by_hand)
         assert body["goodput"]["checkpoint_overhead"] == pytest.approx(5 / 42)
         assert body["goodput"]["rework"] == pytest.approx(21 / 180)
@@ -242,41 +259,43 @@ def test_checkpoint_known_values(client):
     assert by_hand > 1 / (1 + 5 / 42 + 51 / 180)  # a faster restart wins goodput
 
 
-def test_checkpoint_simulation_beside_closed_form(client):
-    body = checkpoint(client, save_minutes=5, restart_minutes=10, mtbf_hours=3, simulate=400, seed=7)
+def test_checkpoint_simulation_beside_closed_form(empty):
+    body = checkpoint(empty, save_minutes=5, restart_minutes=10, mtbf_hours=3, simulate=400, seed=7)
     simulated = body["simulated"]
     assert simulated["runs"] == 400 and simulated["distribution"] == "exponential"
     assert simulated["mean"] == pytest.approx(simulated["closed_form_exact"], abs=0.01)
-    weibull = checkpoint(client, save_minutes=5, restart_minutes=10, mtbf_hours=3, simulate=200,
+    weibull = checkpoint(empty, save_minutes=5, restart_minutes=10, mtbf_hours=3, simulate=200,
                          distribution="weibull", shape=0.7, seed=7)["simulated"]
     assert weibull["distribution"] == "weibull" and weibull["shape"] == 0.7
-    capped = checkpoint(client, save_minutes=5, restart_minutes=10, mtbf_hours=3, simulate=1_000_000, seed=1)["simulated"]
+    capped = checkpoint(empty, save_minutes=5, restart_minutes=10, mtbf_hours=3, simulate=1_000_000, seed=1)["simulated"]
     assert capped["requested_runs"] == 1_000_000 and 2 <= capped["runs"] < 1_000_000
 
 
-def test_checkpoint_measures_what_is_not_given(client):
-    missing = client.get("/v1/stats/checkpoint")
+def test_checkpoint_needs_what_it_cannot_measure(empty):
+    missing = empty.get("/v1/stats/checkpoint")
     assert missing.status_code == 400 and "save_minutes" in missing.json()["detail"]
-    no_mtbf = client.get("/v1/stats/checkpoint", params={"save_minutes": 5})
+    no_mtbf = empty.get("/v1/stats/checkpoint", params={"save_minutes": 5})
     assert no_mtbf.status_code == 400 and "mtbf_hours" in no_mtbf.json()["detail"]
-    post_and_analyse(client, day_of_training())
-    body = checkpoint(client)
+
+
+def test_checkpoint_measures_what_is_not_given(trained):
+    body = checkpoint(trained)
     assert body["save_minutes"] == pytest.approx(4.0)  # the save's duration_s = 240
     assert body["restart_minutes"] == pytest.approx(20.0)  # the XID's downtime; the power failure never resumed
     assert body["mtbf_hours"] == pytest.approx(5.0)  # 10 h of events, 2 unplanned interruptions
     assert body["sources"]["save_minutes"].startswith("measured")
-    no_shape = client.get("/v1/stats/checkpoint", params={"simulate": 10, "distribution": "weibull"})
+    no_shape = trained.get("/v1/stats/checkpoint", params={"simulate": 10, "distribution": "weibull"})
     assert no_shape.status_code == 400 and "shape" in no_shape.json()["detail"]
 
 
-def test_checkpoint_bad_parameters_are_named(client):
+def test_checkpoint_bad_parameters_are_named(empty):
     for params, name in (({"save_minutes": -1, "mtbf_hours": 3}, "save_minutes"),
                          ({"save_minutes": 5, "mtbf_hours": "nan"}, "mtbf_hours"),
                          ({"save_minutes": 5, "mtbf_hours": 3, "interval_minutes": 0}, "interval_minutes"),
                          ({"save_minutes": 5, "mtbf_hours": 3, "simulate": 1}, "simulate"),
                          ({"save_minutes": 5, "mtbf_hours": 3, "distribution": "gamma"}, "distribution"),
                          ({"save_minutes": 5, "mtbf_hours": 3, "restart_minutes": "soon"}, "restart_minutes")):
-        answer = client.get("/v1/stats/checkpoint", params=params)
+        answer = empty.get("/v1/stats/checkpoint", params=params)
         assert 400 <= answer.status_code < 500 and name in answer.json()["detail"], answer.text
 
 
@@ -294,3 +313,29 @@ def test_units_from_the_topology(tmp_path):
         assert gpu["projected_mtbf_hours"] == pytest.approx(320.0 / 16384)
         assert gpu["unit_ci95"][0] < 320.0 < gpu["unit_ci95"][1]
         assert local.get("/v1/stats/mtbf", params={**window, "scope": "nvswitch"}).json()["units"] == 16
+
+
+# --- the CLI, against the same server ------------------------------------------------------
+
+def test_cli_prints_the_answers(trained):
+    from typer.testing import CliRunner
+
+    from service.cli import app as cli
+
+    runner = CliRunner()
+    url = str(trained.base_url)
+    window = ["--since", iso(T0), "--until", iso(T0 + timedelta(hours=10))]
+    table = runner.invoke(cli, ["mtbf", "--url", url, *window])
+    assert table.exit_code == 0, table.output
+    assert "MTBF — cluster" in table.output and "5.00 h" in table.output
+    as_json = runner.invoke(cli, ["mtbf", "--url", url, "--scope", "host", "--json", *window])
+    assert as_json.exit_code == 0 and '"failures": 1' in as_json.output
+    ledger = runner.invoke(cli, ["causes", "--url", url])
+    assert ledger.exit_code == 0 and "gpu_fell_off_bus" in ledger.output and "50.0%" in ledger.output
+    economics = runner.invoke(cli, ["checkpoint", "--url", url, "--save-minutes", "5", "--mtbf-hours", "24",
+                                    "--restart-minutes", "10"])
+    assert economics.exit_code == 0 and "116.7 min" in economics.output  # Daly: 117
+    refused = runner.invoke(cli, ["checkpoint", "--url", url, "--save-minutes", "-1"])
+    assert refused.exit_code == 1 and "save_minutes" in refused.output
+    unreachable = runner.invoke(cli, ["causes", "--url", "http://127.0.0.1:9"], env={"FAULTGRAPH_TOKEN": "t"})
+    assert unreachable.exit_code == 1 and "cannot reach" in unreachable.output
