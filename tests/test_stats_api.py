@@ -99,6 +99,7 @@ def test_mtbf_per_type_and_per_job(trained):
     assert any("no topology" in note for note in gpu["notes"])
     host = trained.get("/v1/stats/mtbf", params={**window, "scope": "host"}).json()
     assert host["failures"] == 1  # node0050's power; the planned maintenance is not a failure
+    assert (host["interruptions"], host["mtbf_hours"]) == (1, 10.0)  # the rate of this type's failures
     assert trained.get("/v1/stats/mtbf", params={**window, "scope": "host", "include_planned": True}).json()["failures"] == 2
     assert trained.get("/v1/stats/mtbf", params={**window, "scope": "nic"}).json()["failures"] == 0
 

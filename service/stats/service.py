@@ -200,7 +200,10 @@ def type_mtbf(
     include_planned: bool,
     project_to: int | None,
 ) -> dict:
-    """Per-unit MTBF of one component type, and the cluster MTBF it implies at `project_to` units."""
+    """Per-unit MTBF of one component type, and the cluster MTBF it implies at `project_to` units.
+
+    `interruptions`, `mtbf_hours` and `ci95` count only this type's failures: how often the
+    cluster is interrupted by a failing unit of the type."""
     span = window(conn, since=since, until=until)
     found = interruptions(conn, since=span["since"], until=span["until"], include_planned=include_planned)
     failed = [item for item in found if component_type(item["component"], topology) == kind]
@@ -210,7 +213,7 @@ def type_mtbf(
              f"failures: incidents whose root component is a {kind}"]
     answer: dict = {
         "scope": kind, **_window_fields(span), "include_planned": include_planned,
-        **_rate(count=len(found), hours=span["hours"]),
+        **_rate(count=failures, hours=span["hours"]),
         "units": units, "failures": failures, "unit_hours": None, "unit_mtbf_hours": None,
         "unit_ci95": [None, None], "project_to": project_to, "projected_mtbf_hours": None,
         "between_failures": _failure_times(failed),
