@@ -87,7 +87,7 @@ def test_mtbf_from_stored_incidents(trained):
     # without bounds the window is the event stream's: the job_start at T0 to the job_end at +10 h
     default = trained.get("/v1/stats/mtbf").json()
     assert default["since"] == "2026-11-29T08:00:00.000000Z" and default["observed_hours"] == pytest.approx(10.0)
-    assert "first event" in default["notes"][0]
+    assert "since: first event, until: last event" in default["notes"][0]
     later = trained.get("/v1/stats/mtbf", params={"since": iso(T0 + timedelta(hours=2)), "until": window["until"]}).json()
     assert (later["interruptions"], later["observed_hours"]) == (1, 8.0)
 

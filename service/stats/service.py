@@ -172,6 +172,10 @@ def _rate(*, count: int, hours: float) -> dict:
     return {"interruptions": count, "observed_hours": 0.0, "mtbf_hours": None, "ci95": [None, None]}
 
 
+def _window_note(span: dict) -> str:
+    return f"observed hours: the window's length (since: {span['since_from']}, until: {span['until_from']})"
+
+
 def _window_fields(span: dict) -> dict:
     return {"since": format_time(span["since"]), "until": format_time(span["until"])}
 
@@ -180,7 +184,7 @@ def cluster_mtbf(conn: Connection, *, since: datetime | None, until: datetime | 
     """Cluster MTBF over the window: observed hours / interruptions, with its 95% interval."""
     span = window(conn, since=since, until=until)
     found = interruptions(conn, since=span["since"], until=span["until"], include_planned=include_planned)
-    notes = [f"observed hours: the window from {span['since_from']} to {span['until_from']}"]
+    notes = [_window_note(span)]
     if span["hours"] <= 0:
         notes.append("no observation window yet: post events or give since and until")
     return {
@@ -209,7 +213,7 @@ def type_mtbf(
     failed = [item for item in found if component_type(item["component"], topology) == kind]
     failures = len({(item["id"], item["component"]) for item in failed})
     units = units_of(kind, topology)
-    notes = [f"observed hours: the window from {span['since_from']} to {span['until_from']}",
+    notes = [_window_note(span),
              f"failures: incidents whose root component is a {kind}"]
     answer: dict = {
         "scope": kind, **_window_fields(span), "include_planned": include_planned,
