@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -211,7 +211,7 @@ def type_mtbf(
     span = window(conn, since=since, until=until)
     found = interruptions(conn, since=span["since"], until=span["until"], include_planned=include_planned)
     failed = [item for item in found if component_type(item["component"], topology) == kind]
-    failures = len({(item["id"], item["component"]) for item in failed})
+    failures = len(failed)  # one root per incident: a unit's repeated fatal events count once
     units = units_of(kind, topology)
     notes = [_window_note(span),
              f"failures: incidents whose root component is a {kind}"]
@@ -382,7 +382,8 @@ def checkpoint_inputs(
     values: dict[str, float] = {}
     sources: dict[str, str] = {}
 
-    def pick(name: str, given: float | None, measure, how: str, fallback: float | None = None) -> None:
+    def pick(name: str, given: float | None, measure: Callable[[], float | None], how: str,
+             fallback: float | None = None) -> None:
         if given is not None:
             values[name], sources[name] = given, "given"
             return
@@ -398,7 +399,7 @@ def checkpoint_inputs(
          "measured: median duration_s of checkpoint_save events")
     pick("restart_minutes", restart_minutes, lambda: measured_restart_minutes(conn),
          "measured: median downtime of unplanned interruptions", fallback=0.0)
-    cluster = None
+    cluster: dict | None = None
 
     def measured_cluster() -> dict:
         nonlocal cluster
