@@ -150,6 +150,15 @@ def test_ledger_with_gpu_hours_and_oncall_confirmation(client):
     assert client.get("/v1/stats/mtbf", params={**window, "scope": "link"}).json()["failures"] == 1
 
 
+def test_running_job_counts_up_to_now(client):
+    started = datetime.now(UTC) - timedelta(hours=2)
+    post_and_analyse(client, [{"time": iso(started), "host": "node0001", "kind": "job_start", "job": "live"}])
+    body = client.get("/v1/stats/mtbf", params={"scope": "job:live"}).json()
+    assert body["observed_hours"] == pytest.approx(2.0, abs=0.05) and body["interruptions"] == 0
+    assert body["mtbf_hours"] is None and body["ci95"][1] is None and body["ci95"][0] > 0
+    assert any("up to now" in note for note in body["notes"])
+
+
 # --- Llama 3 405B, 54 days (arXiv 2407.21783, Table 5) -----------------------------------
 
 def _cause_event(cause: str, host: str) -> dict:
