@@ -279,6 +279,11 @@ def test_checkpoint_simulation_beside_closed_form(empty):
     assert weibull["distribution"] == "weibull" and weibull["shape"] == 0.7
     capped = checkpoint(empty, save_minutes=5, restart_minutes=10, mtbf_hours=3, simulate=1_000_000, seed=1)["simulated"]
     assert capped["requested_runs"] == 1_000_000 and 2 <= capped["runs"] < 1_000_000
+    assert "capped" in capped["notes"][0]
+    # restarts longer than the MTBF never complete: the simulation says so instead of hanging
+    hopeless = empty.get("/v1/stats/checkpoint", params={"save_minutes": 5, "restart_minutes": 600,
+                                                         "mtbf_hours": 0.1, "simulate": 100})
+    assert hopeless.status_code == 400 and hopeless.json()["detail"].startswith("simulate:")
 
 
 def test_checkpoint_needs_what_it_cannot_measure(empty):

@@ -345,10 +345,13 @@ def checkpoint(
         interval = answer["interval_minutes"]
         mtbf_minutes = mtbf_hours * 60.0
         runs, work = simulation_plan(runs=simulate, interval=interval, mtbf_minutes=mtbf_minutes)
-        simulated: dict = dict(simulate_goodput(
-            interval=interval, save=save_minutes, restart=restart_minutes, mtbf=mtbf_minutes, runs=runs,
-            work=work, distribution=distribution, shape=shape, seed=seed,
-            max_events=SIMULATION_BUDGET + SIMULATION_BUDGET // 2))
+        try:
+            simulated: dict = dict(simulate_goodput(
+                interval=interval, save=save_minutes, restart=restart_minutes, mtbf=mtbf_minutes, runs=runs,
+                work=work, distribution=distribution, shape=shape, seed=seed,
+                max_events=SIMULATION_BUDGET + SIMULATION_BUDGET // 2))
+        except ValueError as exc:
+            raise ValueError(f"simulate: {exc}") from None
         simulated["requested_runs"] = simulate
         simulated["work_hours_per_run"] = work / 60.0
         simulated["closed_form_exact"] = goodput_exact(
