@@ -291,7 +291,7 @@ def causes(conn: Connection, *, since: datetime | None, until: datetime | None, 
         "notes": [
             "cause and category: on-call's confirmation where there is one, else the engine's",
             "gpu_hours_lost per interruption: GPUs of the job × (downtime from the failure to the "
-            "job's next job_start/job_restart + progress since its last checkpoint_save or start); "
+            "job's next job_start/job_restart (or job_end) + progress since its last checkpoint_save or start); "
             "a missing restart counts no downtime, a missing save and start no rollback",
         ],
     }
