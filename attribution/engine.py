@@ -263,7 +263,11 @@ def _interruption(draft: Draft, lifecycle: Sequence[Item], cluster: Cluster, pla
                   failed_at: datetime) -> dict:
     """When the job stopped, when it ran again, and what that cost (attribution/ledger.py)."""
     job_events = [item for item in lifecycle if draft.job and item.event.get("job") == draft.job]
-    resumed = next((i.time for i in job_events if i.event["kind"] in ("job_start", "job_restart", "job_end") and i.time > draft.last), None)
+    # The interruption ends when the job runs again; a job that was ended instead ends it
+    # too, but costs no downtime: its GPUs went back to the scheduler.
+    after = [i for i in job_events if i.time > draft.last and i.event["kind"] in ("job_start", "job_restart", "job_end")]
+    resumed = next((i.time for i in after if i.event["kind"] != "job_end"), None)
+    ended = after[0].time if after else None
     saved = max((i.time for i in job_events if i.event["kind"] == "checkpoint_save" and i.time <= failed_at), default=None)
     since = max((i.time for i in job_events if i.event["kind"] in ("job_start", "job_restart") and i.time <= failed_at), default=None)
     if placement is not None:
@@ -273,7 +277,7 @@ def _interruption(draft: Draft, lifecycle: Sequence[Item], cluster: Cluster, pla
     else:
         gpus = max(1, len({(i.event["host"], i.event.get("rank")) for i in draft.members}))
     lost = gpu_hours_lost(gpus=gpus, failed_at=failed_at, resumed_at=resumed, last_checkpoint_at=saved, running_since=since)
-    return {"start": failed_at, "end": resumed, "gpus": gpus, "gpu_hours_lost": round(lost["gpu_hours_lost"], 3)}
+    return {"start": failed_at, "end": ended if resumed is None or (ended and ended < resumed) else resumed, "gpus": gpus, "gpu_hours_lost": round(lost["gpu_hours_lost"], 3)}
 
 
 def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item], cluster: Cluster) -> None:
