@@ -13,6 +13,7 @@ from service import store
 from service.config import Settings
 from service.events import views as events_views
 from service.events.models import events
+from service.logs import views as logs_views
 from service.writer import GroupWriter
 
 log = logging.getLogger("faultgraph")
@@ -45,6 +46,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.enrich = None
     app.include_router(events_views.router)
+    app.include_router(logs_views.router)
 
     @app.get("/healthz", tags=["health"])
     def healthz(request: Request) -> dict:
