@@ -1,6 +1,7 @@
 """The `faultgraph` command: the server, and the tools around it."""
 
 import logging
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -32,6 +33,33 @@ def serve(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("faultgraph").info("faultgraph listening on http://%s:%d, data in %s", host, port, settings.db_url)
     uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False)
+
+
+@app.command()
+def agent(
+    url: Annotated[str | None, typer.Option(help="The service, e.g. http://faultgraph:8080.")] = None,
+    token: Annotated[str | None, typer.Option(envvar="FAULTGRAPH_TOKEN", help="Bearer token of role agent (env FAULTGRAPH_TOKEN).")] = None,
+    file: Annotated[list[str] | None, typer.Option("--file", help="A file or glob to follow like tail -F; repeatable.")] = None,
+    kmsg: Annotated[bool | None, typer.Option("--kmsg/--no-kmsg", help="Read the kernel log (/dev/kmsg, else journalctl -k).")] = None,
+    state_dir: Annotated[Path | None, typer.Option(help="Spool and saved positions (default /var/lib/faultgraph-agent).")] = None,
+    config: Annotated[Path | None, typer.Option(help="TOML file with the same settings (flags win).")] = None,
+    host: Annotated[str | None, typer.Option(help="This host's name in events (default: the hostname).")] = None,
+    read_from: Annotated[str | None, typer.Option(help="Files present at the very first start: end (default) or beginning.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every queued batch.")] = False,
+) -> None:
+    """Run the host agent: follow logs, parse at the edge, spool, post to the service."""
+    from ingest.agent.run import load_config, main as run_agent
+
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        settings = load_config(config, url=url, token=token, files=file, kmsg=kmsg, state_dir=state_dir,
+                               host=host, read_from=read_from)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    run_agent(settings)
 
 
 if __name__ == "__main__":
