@@ -66,11 +66,13 @@ class Sender:
     """Posts the spool's oldest events in batches; `run` loops until `stop` is set."""
 
     def __init__(self, *, url: str, token: str | None, spool: Spool, dead_letter: Path,
-                 batch_size: int = 500, timeout_s: float = 10.0) -> None:
+                 batch_size: int = 500, timeout_s: float = 10.0,
+                 transport: httpx.BaseTransport | None = None) -> None:
         headers = {"content-type": "application/json", "user-agent": "faultgraph-agent"}
         if token:
             headers["authorization"] = f"Bearer {token}"
-        self._client = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout_s)
+        self._client = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout_s,
+                                    transport=transport)
         self._spool = spool
         self._dead_letter = dead_letter
         self._batch_size = self._max_batch = batch_size
