@@ -48,7 +48,7 @@ def agent(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every queued batch.")] = False,
 ) -> None:
     """Run the host agent: follow logs, parse at the edge, spool, post to the service."""
-    from ingest.agent.run import load_config, main as run_agent
+    from ingest.agent.run import Agent, load_config, run_until_signalled
 
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -57,9 +57,10 @@ def agent(
     try:
         settings = load_config(config, url=url, token=token, files=file, kmsg=kmsg, state_dir=state_dir,
                                host=host, read_from=read_from)
-    except ValueError as exc:
+        host_agent = Agent(settings)
+    except (ValueError, OSError) as exc:
         raise typer.BadParameter(str(exc)) from None
-    run_agent(settings)
+    run_until_signalled(host_agent)
 
 
 if __name__ == "__main__":

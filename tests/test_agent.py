@@ -279,6 +279,8 @@ def test_retry_after_forms_and_backoff_growth() -> None:
     backoff = Backoff(base_s=1, cap_s=8)
     waits = [backoff.next() for _ in range(6)]
     assert all(0.5 <= w <= 1 for w in waits[:1]) and all(4 <= w <= 8 for w in waits[3:])
+    assert all(4 <= backoff.next() <= 8 for _ in range(5000))  # a week-long outage stays capped
+    assert retry_after("86400") == 600.0
 
 
 def test_config_file_and_flags(tmp_path: Path) -> None:

@@ -66,6 +66,12 @@ def test_text_body_with_query_parameters(client: httpx.Client) -> None:
     assert stored["nccl_timeout"]["time"] == "2026-11-29T08:00:02.000000Z"
 
 
+def test_text_lines_split_at_newlines_only(client: httpx.Client) -> None:
+    text = "noise\fwith a form feed\u2028and a line separator\r\n" + XID + "\r\n"
+    response = client.post("/v1/logs?host=node0042", content=text.encode(), headers={"content-type": "text/plain"})
+    assert response.json()["lines"] == 2 and response.json()["accepted"] == 1
+
+
 def test_bad_bodies_are_4xx_naming_the_problem(client: httpx.Client) -> None:
     cases = [
         (b"", "application/json"),

@@ -27,6 +27,7 @@ log = logging.getLogger("faultgraph.agent")
 
 CONFIG_ERRORS = frozenset({401, 403, 404})
 RETRY_LATER = frozenset({429, 503})
+MAX_RETRY_AFTER_S = 600.0  # a misconfigured proxy asking for a day must not silence a host that long
 
 
 def retry_after(value: str | None) -> float | None:
@@ -35,14 +36,14 @@ def retry_after(value: str | None) -> float | None:
         return None
     value = value.strip()
     if value.isdigit():
-        return float(value)
+        return min(float(value), MAX_RETRY_AFTER_S)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    return min(MAX_RETRY_AFTER_S, max(0.0, (when - datetime.now(UTC)).total_seconds()))
 
 
 class Backoff:
@@ -55,7 +56,7 @@ class Backoff:
 
     def next(self) -> float:
         step = min(self._cap, self._base * 2 ** self._failures)
-        self._failures += 1
+        self._failures = min(self._failures + 1, 32)  # past the cap anyway; 2**n stays a float
         return step / 2 + self._rng.uniform(0, step / 2)
 
     def reset(self) -> None:
@@ -127,9 +128,10 @@ class Sender:
 
     def _delivered(self, batch: list[tuple[int, bytes]], response: httpx.Response) -> None:
         try:
-            rejected = response.json().get("rejected") or []
+            answer = response.json()
         except ValueError:
-            rejected = []
+            answer = None
+        rejected = (answer.get("rejected") or []) if isinstance(answer, dict) else []
         for entry in rejected:
             index = entry.get("index") if isinstance(entry, dict) else None
             if isinstance(index, int) and 0 <= index < len(batch):

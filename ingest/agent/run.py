@@ -30,13 +30,18 @@ from ingest.parse import parse_line
 log = logging.getLogger("faultgraph.agent")
 
 
+def short_hostname(name: str) -> str:
+    """`node0042.cluster.local` → `node0042`, as syslog headers and topologies name hosts."""
+    return name if name.replace(".", "").isdigit() else name.split(".", 1)[0]
+
+
 @dataclass
 class AgentConfig:
     """Every setting, from flags or a TOML file with the same names."""
 
     url: str
     token: str | None = None
-    host: str = field(default_factory=socket.gethostname)
+    host: str = field(default_factory=lambda: short_hostname(socket.gethostname()))
     files: list[str] = field(default_factory=list)
     kmsg: bool = False
     state_dir: Path = Path("/var/lib/faultgraph-agent")
@@ -197,9 +202,9 @@ class Agent:
             log.info("agent stopped; %d events wait in the spool", len(self.spool))
 
 
-def main(config: AgentConfig) -> None:
+def run_until_signalled(agent: Agent) -> None:
     """Run until SIGTERM or SIGINT, then flush and exit."""
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    Agent(config).run(stop)
+    agent.run(stop)

@@ -42,10 +42,13 @@ def decode(body: bytes, *, content_type: str, query: dict[str, str | None], max_
             where = ".".join(str(part) for part in first["loc"]) or "body"
             raise BodyError(f'{where}: {first["msg"]} (expected {{"host": ..., "source": ..., "lines": [...]}})', 422) from None
     else:
-        text = body.decode("utf-8", errors="replace")
+        # "\n" only: str.splitlines would also cut at form feeds and U+2028 inside a line
+        lines = body.decode("utf-8", errors="replace").split("\n")
+        if lines[-1] == "":
+            lines.pop()
         fields = {name: value for name, value in query.items() if value}
         try:
-            logs = LogsBodyAdapter.validate_python({**fields, "lines": text.splitlines()})
+            logs = LogsBodyAdapter.validate_python({**fields, "lines": lines})
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
