@@ -1,7 +1,6 @@
 """The host agent: its parts on real files, then the whole agent against a real server
 through rotation, truncation, SIGKILL and an outage, counting every line once."""
 
-import os
 import shutil
 import signal
 import subprocess

@@ -14,7 +14,6 @@ import email.utils
 import logging
 import random
 import threading
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from ingest.agent.client import Sender
 from ingest.agent.coalesce import VOLATILE_ATTRS, Coalescer
 from ingest.agent.kmsg import open_kernel_log
-from ingest.agent.lines import Source, event_id
+from ingest.agent.lines import Line, Source, event_id
 from ingest.agent.spool import Spool
 from ingest.agent.tail import FileSources
 from ingest.parse import parse_line
@@ -54,6 +54,7 @@ class AgentConfig:
     max_hold_s: float = 5.0  # longest a storm group may keep a source's position from moving
     checkpoint_interval_s: float = 2.0  # how often positions are saved when only noise was read
     read_chunk_bytes: int = 1 << 20
+    report_interval_s: float = 60.0  # how often a line of counts is logged (when anything moved)
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
@@ -108,6 +109,8 @@ class Agent:
         self._held_since: dict[str, float] = {}
         self._committed_at = time.monotonic()
         self._paused = False
+        self._counts = {"lines": 0, "events": 0}
+        self._reported = (time.monotonic(), 0)  # when, and the sender's delivered count then
 
     def sources(self) -> list[Source]:
         found: list[Source] = list(self.files.refresh())
@@ -136,12 +139,13 @@ class Agent:
             self._commit(emitted)
         return more
 
-    def _take(self, source: Source, lines: list, at_end: bool, now: float) -> list[dict]:
+    def _take(self, source: Source, lines: list[Line], at_end: bool, now: float) -> list[dict]:
         name = source.name
         coalescer = self._coalescers.setdefault(name, Coalescer(window_s=self.config.coalesce_window_s,
                                                                 volatile=VOLATILE_ATTRS))
         received = datetime.now(UTC)
         emitted: list[dict] = []
+        self._counts["lines"] += len(lines)
         for line in lines:
             event = parse_line(line.text, host=self.config.host, source=source.label,
                                received=line.time or received, boot_time=line.boot_time, zone=self._zone)
@@ -169,6 +173,7 @@ class Agent:
         self.spool.commit(emitted, changed)
         self.committed.update(changed)
         self._committed_at = time.monotonic()
+        self._counts["events"] += len(emitted)
         if emitted:
             log.debug("queued %d events (%d waiting)", len(emitted), len(self.spool))
             self.sender.wake.set()
@@ -180,6 +185,19 @@ class Agent:
         self._held_since.clear()
         self._commit(emitted)
 
+    def _report(self) -> None:
+        """Now and then, one line of what moved: an operator's check that the agent works."""
+        now = time.monotonic()
+        since, delivered_then = self._reported
+        if now - since < self.config.report_interval_s:
+            return
+        delivered = self.sender.delivered - delivered_then
+        if self._counts["lines"] or delivered or len(self.spool):
+            log.info("last %.0f s: read %d lines, queued %d events, delivered %d; %d waiting in the spool",
+                     now - since, self._counts["lines"], self._counts["events"], delivered, len(self.spool))
+        self._counts = {"lines": 0, "events": 0}
+        self._reported = (now, self.sender.delivered)
+
     def run(self, stop: threading.Event) -> None:
         sender = threading.Thread(target=self.sender.run, args=(stop,), name="faultgraph-sender", daemon=True)
         sender.start()
@@ -190,6 +208,7 @@ class Agent:
             while not stop.is_set():
                 if not self.step():
                     stop.wait(self.config.poll_interval_s)
+                self._report()
         finally:
             self.flush()
             stop.set()
