@@ -13,7 +13,7 @@ vote; pick the root, its cause, the action and a sentence for the on-call engine
 """
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -28,6 +28,8 @@ from attribution.topology import Topology
 
 # Items of one scope further apart than this (in effective time) are separate interruptions.
 GAP = timedelta(minutes=15)
+# ... unless the job reports its restarts: then only a restart, or this long, separates them.
+LONG_GAP = timedelta(hours=1)
 # Hardware events this long before the hang start can still be its cause.
 LOOKBACK = timedelta(minutes=10)
 LOOKAHEAD = timedelta(minutes=2)
@@ -46,6 +48,8 @@ class Cluster(Protocol):
     def resolve(self, event: dict, placement: Placement | None = None) -> str | None: ...
 
     def peer(self, peer: str, placement: Placement | None = None) -> str | None: ...
+
+    def reach(self, hosts: Iterable[str], *, job: str | None = None) -> frozenset[str]: ...
 
 
 @dataclass
@@ -90,22 +94,34 @@ def effective_time(item: Item) -> datetime:
 def _items(events: Sequence[dict], cluster: Cluster) -> list[Item]:
     items = []
     for event in events:
-        job = event.get("job")
-        placement = cluster.placement(job) if job else None
-        component = cluster.resolve(event, placement) or event.get("component") or event["host"]
-        items.append(Item(event, classify(event), component, event["time"]))
+        signal = classify(event)
+        component = event.get("component")
+        # Symptoms are reasoned about by rank, not component; hardware events are resolved
+        # again in case the topology arrived after they did.
+        if signal.role not in ("symptom", "lifecycle") and (not component or component == event["host"]):
+            job = event.get("job")
+            component = cluster.resolve(event, cluster.placement(job) if job else None) or component
+        items.append(Item(event, signal, component or event["host"], event["time"]))
     return items
 
 
-def _scopes(item: Item, cluster: Cluster) -> list[str]:
+def _scopes(item: Item, cluster: Cluster, observed: dict[str, set[str]]) -> list[str]:
+    """The incidents an item can belong to: its job's, the jobs on its host (registered, or
+    seen in this window's events when the job was never registered), else its host's."""
     if item.event.get("job"):
         return [f"job:{item.event['job']}"]
-    jobs = cluster.jobs_on(item.event["host"], item.time)
+    jobs = cluster.jobs_on(item.event["host"], item.time) or sorted(observed.get(item.event["host"], ()))
     if not jobs and item.component and cluster.topology is not None:
         if cluster.topology.type_of(item.component) == "switch":  # a fabric switch: the jobs below it
             hosts = {cluster.topology.host_of(n) for n in cluster.topology.neighbours(item.component)}
             jobs = sorted({job for host in hosts if host for job in cluster.jobs_on(host, item.time)})
-    return [f"job:{job}" for job in jobs] or [f"host:{item.event['host']}"]
+    if jobs:
+        return [f"job:{job}" for job in jobs]
+    # Where jobs are known, a fault on an idle host interrupts nothing: it stays on the
+    # timeline as evidence. Only where no job is known at all is the host the scope.
+    if item.signal.role != "symptom" and (cluster.jobs or observed):
+        return []
+    return [f"host:{item.event['host']}"]
 
 
 def _restarts(items: Sequence[Item]) -> dict[str, list[datetime]]:
@@ -120,20 +136,27 @@ def _restarts(items: Sequence[Item]) -> dict[str, list[datetime]]:
 def _group(items: Sequence[Item], cluster: Cluster) -> list[Draft]:
     """Cut every scope's symptoms and faults into interruptions."""
     restarts = _restarts(items)
+    observed: dict[str, set[str]] = defaultdict(set)
+    for item in items:
+        if item.event.get("job") and item.signal.role == "symptom":
+            observed[item.event["host"]].add(item.event["job"])
     by_scope: dict[str, list[tuple[datetime, Item]]] = defaultdict(list)
     for item in items:
         if item.signal.role in ("symptom", "fault", "maintenance"):
-            for scope in _scopes(item, cluster):
+            for scope in _scopes(item, cluster, observed):
                 by_scope[scope].append((effective_time(item), item))
     drafts = []
     for scope, timed in sorted(by_scope.items()):
         timed.sort(key=lambda pair: (pair[0], pair[1].id))
         job = scope.removeprefix("job:") if scope.startswith("job:") else None
         job_restarts = restarts.get(job, []) if job else []
+        # A job that reports its restarts is interrupted once per restart: its late
+        # symptoms (a job_fail half an hour after a 30-minute watchdog) still belong.
+        gap = LONG_GAP if job_restarts else GAP
         current: Draft | None = None
         for when, item in timed:
             restarted = current is not None and any(current.last < r <= when for r in job_restarts)
-            if current is None or when - current.last > GAP or restarted:
+            if current is None or when - current.last > gap or restarted:
                 current = Draft(scope=scope, job=job, start=when, last=when)
                 drafts.append(current)
             current.members.append(item)
@@ -143,31 +166,17 @@ def _group(items: Sequence[Item], cluster: Cluster) -> list[Draft]:
     return drafts
 
 
-def _footprint_hosts(draft: Draft, cluster: Cluster, placement: Placement | None) -> set[str]:
-    if placement is not None:
-        return set(placement.hosts())
-    return {item.event["host"] for item in draft.members}
-
-
-def _fabric(hosts: set[str], topology: Topology | None) -> set[str]:
-    """The fabric switches the hosts' NICs plug into."""
-    if topology is None:
-        return set()
-    switches = set()
-    for host in hosts:
-        for component in topology.host_components(host):
-            if topology.type_of(component) == "nic":
-                switches.update(n for n in topology.neighbours(component) if topology.type_of(n) == "switch")
-    return switches
-
-
 def _evidence(draft: Draft, hardware: Sequence[Item], cluster: Cluster, placement: Placement | None) -> list[Item]:
-    hosts = _footprint_hosts(draft, cluster, placement)
-    reach = hosts | _fabric(hosts, cluster.topology)
+    """Hardware events near the interruption on what it could have touched."""
+    if placement is not None:
+        reach = cluster.reach(placement.hosts(), job=draft.job)
+    else:
+        reach = cluster.reach({item.event["host"] for item in draft.members})
     low, high = draft.start - LOOKBACK, draft.last + LOOKAHEAD
     return [
         item for item in hardware
-        if low <= item.time <= high and (item.event["host"] in reach or (item.component or "").split("~")[0].split("/")[0] in reach)
+        if low <= item.time <= high
+        and (item.event["host"] in reach or (item.component or "").split("~")[0].split("/")[0] in reach)
     ]
 
 
@@ -248,19 +257,21 @@ def _explain(draft: Draft, component: str | None, cause: str, evidence_items: li
     return f"{component}: {what}{seen}{tail}; {action['detail']}."
 
 
-def _interruption(draft: Draft, lifecycle: Sequence[Item], cluster: Cluster, placement: Placement | None) -> dict:
+def _interruption(draft: Draft, lifecycle: Sequence[Item], cluster: Cluster, placement: Placement | None,
+                  failed_at: datetime) -> dict:
+    """When the job stopped, when it ran again, and what that cost (attribution/ledger.py)."""
     job_events = [item for item in lifecycle if draft.job and item.event.get("job") == draft.job]
     resumed = next((i.time for i in job_events if i.event["kind"] in ("job_start", "job_restart", "job_end") and i.time > draft.last), None)
-    saved = max((i.time for i in job_events if i.event["kind"] == "checkpoint_save" and i.time <= draft.start), default=None)
-    since = max((i.time for i in job_events if i.event["kind"] in ("job_start", "job_restart") and i.time <= draft.start), default=None)
+    saved = max((i.time for i in job_events if i.event["kind"] == "checkpoint_save" and i.time <= failed_at), default=None)
+    since = max((i.time for i in job_events if i.event["kind"] in ("job_start", "job_restart") and i.time <= failed_at), default=None)
     if placement is not None:
         gpus = placement.world_size
     elif cluster.topology is not None and draft.scope.startswith("host:"):
         gpus = max(1, sum(1 for c in cluster.topology.host_components(draft.scope[5:]) if cluster.topology.type_of(c) == "gpu"))
     else:
         gpus = max(1, len({(i.event["host"], i.event.get("rank")) for i in draft.members}))
-    lost = gpu_hours_lost(gpus=gpus, failed_at=draft.start, resumed_at=resumed, last_checkpoint_at=saved, running_since=since)
-    return {"start": draft.start, "end": resumed, "gpus": gpus, "gpu_hours_lost": round(lost["gpu_hours_lost"], 3)}
+    lost = gpu_hours_lost(gpus=gpus, failed_at=failed_at, resumed_at=resumed, last_checkpoint_at=saved, running_since=since)
+    return {"start": failed_at, "end": resumed, "gpus": gpus, "gpu_hours_lost": round(lost["gpu_hours_lost"], 3)}
 
 
 def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item], cluster: Cluster) -> None:
@@ -302,7 +313,7 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
         evidence_ids = [i.id for i in anomalies]
     draft.action = _action(root, cause, draft, cluster, placement)
     cited = [i for i in (*draft.evidence, *draft.members) if i.id in set(evidence_ids)]
-    first = min(cited, key=lambda i: i.time) if cited else None
+    first = min(cited, key=effective_time) if cited else None
     draft.root_cause = {
         "component": root,
         "kind": first.event["kind"] if first else None,
@@ -312,7 +323,10 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
         "evidence": evidence_ids[:50],
         "explanation": _explain(draft, root, cause, cited, draft.action),
     }
-    draft.interruption = _interruption(draft, lifecycle, cluster, placement)
+    # The failure happened at the root's first evidence when there is one, else at the hang start.
+    near = first is not None and draft.start - LOOKBACK <= effective_time(first) <= draft.last
+    failed_at = effective_time(first) if near else draft.start
+    draft.interruption = _interruption(draft, lifecycle, cluster, placement, failed_at)
 
 
 def analyse(events: Sequence[dict], cluster: Cluster) -> list[Draft]:
