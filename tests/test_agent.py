@@ -271,6 +271,23 @@ def test_sender_dead_letters_refused_batches_and_rejected_events(tmp_path: Path)
     assert len(spool) == 0 and "not valid JSON" in (tmp_path / "y" / "dead.ndjson").read_text()
 
 
+def test_heartbeat_when_due_and_not_through_the_spool(tmp_path: Path) -> None:
+    posted = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        posted.append(orjson.loads(request.content)["events"])
+        return httpx.Response(200, json={"accepted": 1, "duplicates": 0, "rejected": []})
+
+    spool = Spool(tmp_path / "s.sqlite", max_events=10)
+    sender = Sender(url="http://faultgraph", token=None, spool=spool, dead_letter=tmp_path / "dead.ndjson",
+                    host="node0001", heartbeat_s=60, transport=httpx.MockTransport(handler))
+    sender.heartbeat()
+    sender.heartbeat()  # not due again yet
+    assert len(posted) == 1 and len(spool) == 0
+    (beat,) = posted[0]
+    assert (beat["host"], beat["kind"], beat["attrs"]["state"]) == ("node0001", "host_heartbeat", "ok")
+
+
 def test_retry_after_forms_and_backoff_growth() -> None:
     assert retry_after("3") == 3.0 and retry_after(None) is None and retry_after("soon") is None
     later = (datetime.now(UTC) + timedelta(seconds=60)).strftime("%a, %d %b %Y %H:%M:%S GMT")
@@ -353,7 +370,7 @@ def start_agent(url: str, log: Path, state: Path) -> subprocess.Popen:
 
 
 def stored_pcis(server: Server) -> list[str]:
-    response = server.client.get("/v1/events", params={"host": "node0001", "limit": 10_000})
+    response = server.client.get("/v1/events", params={"host": "node0001", "kind": "gpu_xid", "limit": 10_000})
     assert response.status_code == 200, response.text
     return [e["attrs"]["pci"] for e in response.json()["events"]]
 
@@ -421,12 +438,15 @@ def test_every_line_arrives_once_through_rotation_truncation_kill_and_outage(
         time.sleep(2)
         server = start_server(db_url)
         found = wait_for(server, 700, timeout=40)
+        beats = [e["attrs"]["state"] for e in server.client.get(
+            "/v1/events", params={"host": "node0001", "kind": "host_heartbeat"}).json()["events"]]
     finally:
         agent.send_signal(signal.SIGTERM)
         agent.wait(timeout=20)
         server.stop()
     assert sorted(found) == sorted(pci(i) for i in range(700)), (tmp_path / "agent.log").read_text()[-3000:]
     assert agent.returncode == 0
+    assert beats and set(beats) == {"ok"}  # the agent's heartbeats, posted straight
     spool = Spool(state / "spool.sqlite", max_events=1)
     assert len(spool) == 0
     assert not (state / "dead-letter.ndjson").exists()

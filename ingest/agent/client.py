@@ -8,12 +8,17 @@
   keep the batch (dropping it would lose data over a typo in a token).
 - 413: halve the batch; other 4xx: the batch itself is unusable, so it goes to the
   dead-letter file and the queue moves on.
+
+Between batches it posts a `host_heartbeat` (state `ok`) every `heartbeat_s`, straight,
+not through the spool: the service marks a host lost when its agent falls silent, and an
+old heartbeat replayed after an outage would say nothing about now.
 """
 
 import email.utils
 import logging
 import random
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -66,8 +71,8 @@ class Sender:
     """Posts the spool's oldest events in batches; `run` loops until `stop` is set."""
 
     def __init__(self, *, url: str, token: str | None, spool: Spool, dead_letter: Path,
-                 batch_size: int = 500, timeout_s: float = 10.0,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 batch_size: int = 500, timeout_s: float = 10.0, host: str | None = None,
+                 heartbeat_s: float = 0.0, transport: httpx.BaseTransport | None = None) -> None:
         headers = {"content-type": "application/json", "user-agent": "faultgraph-agent"}
         if token:
             headers["authorization"] = f"Bearer {token}"
@@ -79,16 +84,35 @@ class Sender:
         self._backoff = Backoff()
         self.wake = threading.Event()
         self.delivered = 0
+        self._host, self._heartbeat_s = host, heartbeat_s
+        self._beat_at = 0.0  # monotonic time of the last heartbeat the service took
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
+            self.heartbeat()
             wait = self.send_once()
             if wait is None:
-                self.wake.wait(1.0)
+                self.wake.wait(min(1.0, self._heartbeat_s) if self._heartbeat_s else 1.0)
                 self.wake.clear()
             elif wait > 0:
                 stop.wait(wait)
         self._client.close()
+
+    def heartbeat(self) -> None:
+        """Post `host_heartbeat` ok if one is due; a failure is left to the next turn."""
+        if not (self._host and self._heartbeat_s) or time.monotonic() - self._beat_at < self._heartbeat_s:
+            return
+        beat = {"time": datetime.now(UTC), "host": self._host, "kind": "host_heartbeat", "severity": "info",
+                "attrs": {"state": "ok", "source": "faultgraph-agent"}}
+        try:
+            response = self._client.post("/v1/events", content=orjson.dumps({"events": [beat]}))
+        except httpx.HTTPError:
+            return  # the batches' own retries say the service is away
+        if response.is_success:
+            self._beat_at = time.monotonic()
+        else:
+            log.warning("heartbeat refused: %d %s", response.status_code, response.text[:200])
+            self._beat_at = time.monotonic()  # do not hammer a service that says no
 
     def send_once(self) -> float | None:
         """Post one batch: None when the spool is empty, else the seconds to wait before the next."""

@@ -54,6 +54,7 @@ class AgentConfig:
     max_hold_s: float = 5.0  # longest a storm group may keep a source's position from moving
     checkpoint_interval_s: float = 2.0  # how often positions are saved when only noise was read
     read_chunk_bytes: int = 1 << 20
+    heartbeat_interval_s: float = 15.0  # host_heartbeat ok this often (0: none); the service's timeout is 60 s
     report_interval_s: float = 60.0  # how often a line of counts is logged (when anything moved)
 
     def __post_init__(self) -> None:
@@ -101,7 +102,8 @@ class Agent:
             self.kernel = open_kernel_log(saved, from_start=config.read_from == "beginning",
                                           journal_command=journal_command)
         self.sender = Sender(url=config.url, token=config.token, spool=self.spool,
-                             dead_letter=config.state_dir / "dead-letter.ndjson", batch_size=config.batch_size)
+                             dead_letter=config.state_dir / "dead-letter.ndjson", batch_size=config.batch_size,
+                             host=config.host, heartbeat_s=config.heartbeat_interval_s)
         self._zone = ZoneInfo(config.zone)
         self._coalescers: dict[str, Coalescer] = {}
         self._last: dict[str, str] = {}  # source → state after its last line read

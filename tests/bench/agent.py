@@ -87,7 +87,7 @@ def run(args: argparse.Namespace, work: Path) -> None:
                 time.sleep(0.01)
             end = (time.monotonic(), cpu_seconds(agent.pid), cpu_seconds(tail.pid))
         time.sleep(3)
-        stored = len(server.client.get("/v1/events", params={"host": "node0001", "limit": 10_000}).json()["events"])
+        stored = len(server.client.get("/v1/events", params={"host": "node0001", "kind": "gpu_xid", "limit": 10_000}).json()["events"])
     finally:
         tail.terminate()
         agent.terminate()
