@@ -5,6 +5,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -13,6 +14,8 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import conftest
 from conftest import Server, free_port, start_server
@@ -311,6 +314,33 @@ def test_config_file_and_flags(tmp_path: Path) -> None:
         load_config(None, url="http://a")
 
 
+def test_a_garbled_line_is_skipped_not_fatal(tmp_path: Path) -> None:
+    log = tmp_path / "k.log"
+    log.write_text("NVRM: Xid (PCI:0000:3b:00): " + "9" * 40 + ", GPU has fallen off the bus.\n" + xid_line(1))
+    agent = Agent(AgentConfig(url="http://127.0.0.1:9", files=[str(log)], state_dir=tmp_path / "state",
+                              read_from="beginning"))
+    agent.step()
+    agent.flush()
+    assert [orjson.loads(e)["attrs"]["pci"] for _, e in agent.spool.peek(10)] == [pci(1)]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(chunks=st.lists(st.binary(max_size=300) | st.sampled_from([xid_line(7).encode(), b"\n", b"\r\n"]), max_size=12))
+def test_any_bytes_in_a_followed_file_never_stop_the_agent(tmp_path: Path, chunks: list[bytes]) -> None:
+    work = Path(tempfile.mkdtemp(dir=tmp_path))
+    log = work / "k.log"
+    log.touch()
+    agent = Agent(AgentConfig(url="http://127.0.0.1:9", files=[str(log)], state_dir=work / "state",
+                              read_from="beginning"))
+    for chunk in chunks:
+        with log.open("ab") as f:
+            f.write(chunk)
+        agent.step()
+    agent.flush()
+    assert all(orjson.loads(e)["kind"] for _, e in agent.spool.peek(1000))
+    agent.close()
+
+
 # -- restart in the middle of storms, in process ----------------------------------------
 
 
@@ -338,7 +368,7 @@ def test_restart_mid_storm_rebuilds_the_same_events(tmp_path: Path) -> None:
         f.write(storm(2) + storm(3) + storm(4)[:3000])
     for _ in range(20):
         first.step()
-    first.spool.close()  # crash: the open groups are lost, the position stays at the quiet point
+    first.close()  # crash: the open groups are lost, the position stays at the quiet point
     with log.open("a") as f:
         f.write(storm(4)[3000:] + storm(5))
     second = Agent(config)

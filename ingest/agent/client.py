@@ -96,6 +96,8 @@ class Sender:
                 self.wake.clear()
             elif wait > 0:
                 stop.wait(wait)
+
+    def close(self) -> None:
         self._client.close()
 
     def heartbeat(self) -> None:

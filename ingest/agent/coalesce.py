@@ -45,8 +45,11 @@ class Coalescer:
 
     def _key(self, event: dict[str, Any]) -> tuple:
         attrs = {k: v for k, v in event.get("attrs", {}).items() if k not in self._volatile}
-        return (event["host"], event["kind"], event.get("component"), event.get("rank"),
-                orjson.dumps(attrs, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS))
+        try:
+            frozen: bytes | str = orjson.dumps(attrs, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+        except TypeError:  # a number past 64 bits from a garbled line: the spool will refuse it
+            frozen = repr(sorted(attrs.items()))
+        return (event["host"], event["kind"], event.get("component"), event.get("rank"), frozen)
 
     def add(self, event: dict[str, Any], *, now: float) -> list[dict[str, Any]]:
         """Count `event` into its open group, or open one (closing the expired group first)."""

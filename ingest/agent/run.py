@@ -172,7 +172,8 @@ class Agent:
 
     def _commit(self, emitted: list[dict]) -> None:
         changed = {name: state for name, state in self._safe.items() if self.committed.get(name) != state}
-        self.spool.commit(emitted, changed)
+        for event in self.spool.commit(emitted, changed):
+            log.warning("skipped an event that cannot be sent as JSON: %s", str(event.get("message"))[:200])
         self.committed.update(changed)
         self._committed_at = time.monotonic()
         self._counts["events"] += len(emitted)
@@ -216,11 +217,16 @@ class Agent:
             stop.set()
             self.sender.wake.set()
             sender.join(timeout=15)
-            self.files.close()
-            if self.kernel is not None:
-                self.kernel.close()
-            self.spool.close()
+            self.close()
             log.info("agent stopped; %d events wait in the spool", len(self.spool))
+
+    def close(self) -> None:
+        """Release files, the kernel log, the HTTP client and the spool (no flush: see `flush`)."""
+        self.files.close()
+        if self.kernel is not None:
+            self.kernel.close()
+        self.sender.close()
+        self.spool.close()
 
 
 def run_until_signalled(agent: Agent) -> None:

@@ -39,9 +39,15 @@ class Spool:
         with self._lock:
             return dict(self._db.execute("SELECT source, state FROM positions").fetchall())
 
-    def commit(self, events: Iterable[dict[str, Any]], positions: dict[str, str]) -> None:
-        """Queue `events` and save `positions`, atomically and durably."""
-        rows = [(orjson.dumps(event),) for event in events]
+    def commit(self, events: Iterable[dict[str, Any]], positions: dict[str, str]) -> list[dict[str, Any]]:
+        """Queue `events` and save `positions`, atomically and durably; answers the events
+        that cannot be JSON (a number past 64 bits in a garbled line), which are left out."""
+        rows, unfit = [], []
+        for event in events:
+            try:
+                rows.append((orjson.dumps(event),))
+            except TypeError:  # orjson.JSONEncodeError is one
+                unfit.append(event)
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -53,6 +59,7 @@ class Spool:
                 self._db.execute("ROLLBACK")
                 raise
             self._size += len(rows)
+        return unfit
 
     def peek(self, limit: int) -> list[tuple[int, bytes]]:
         """The oldest `limit` events as (seq, JSON), in order."""
