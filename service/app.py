@@ -17,10 +17,11 @@ from service.events import views as events_views
 from service.events.models import events
 from service.incidents import views as incidents_views
 from service.incidents.flows import IncidentRunner
-from service.liveness import Liveness, LivenessWatcher
 from service.jobs import views as jobs_views
-from service.topology import views as topology_views
+from service.liveness import Liveness, LivenessWatcher
+from service.logs import views as logs_views
 from service.stats import views as stats_views
+from service.topology import views as topology_views
 from service.writer import GroupWriter
 
 log = logging.getLogger("faultgraph")
@@ -66,6 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(topology_views.router)
     app.include_router(jobs_views.router)
     app.include_router(stats_views.router)
+    app.include_router(logs_views.router)
 
     @app.get("/healthz", tags=["health"])
     def healthz(request: Request) -> dict:
