@@ -198,6 +198,55 @@ def checkpoint(
     _show(url, token, "/v1/stats/checkpoint", params, as_json, stats_render.checkpoint)
 
 
+@app.command("eval")
+def evaluate(
+    scenario: Annotated[Path | None, typer.Option(help="A directory written by `faultgraph simulate`; default: generate one.")] = None,
+    faults: Annotated[int, typer.Option(help="Faults to generate when no --scenario is given.")] = 200,
+    hosts: Annotated[int, typer.Option(help="Hosts of the generated cluster.")] = 128,
+    seed: Annotated[int, typer.Option(help="Seed of the generated scenario.")] = 0,
+    url: Annotated[str | None, typer.Option(help="A running service to replay into (it should be empty); default: a throwaway server.", envvar="FAULTGRAPH_URL")] = None,
+    token: TokenOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Replay a simulated scenario through the service and score the incidents against its ground truth."""
+    import tempfile
+
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from attribution import simulate as sim
+    from service import evaluate as ev
+
+    loaded = sim.Scenario.load(scenario) if scenario else sim.scenario_set(faults, seed=seed, hosts=hosts)
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+
+    def run(base: str) -> ev.Report:
+        with httpx.Client(base_url=base, headers=headers, timeout=600) as http, Progress(transient=True) as progress:
+            task = progress.add_task("replaying", total=len(loaded.records))
+            ev.replay(http, loaded, progress=lambda n: progress.advance(task, n))
+            return ev.score(ev.incidents(http), loaded.truth)
+
+    if url:
+        report = run(url)
+    else:
+        with tempfile.TemporaryDirectory() as tmp, ev.throwaway_server(Path(tmp)) as base:
+            report = run(base)
+    result = report.as_dict()
+    if as_json:
+        typer.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+        return
+    table = Table(title=f"faultgraph eval: {len(loaded.truth)} faults")
+    for column in ("mechanism", "faults", "top-1 %", "top-3 %", "category %", "missed", "split", "decoy blamed"):
+        table.add_column(column, justify="left" if column == "mechanism" else "right")
+    for name, row in result["mechanisms"].items():
+        table.add_row(name, str(row["faults"]), str(row["top1_pct"]), str(row["top3_pct"]), str(row["category_pct"]),
+                      str(row["missed"]), str(row["split"]), str(row["decoy_blamed"]))
+    console = Console()
+    console.print(table)
+    console.print(f"incidents merged wrongly: {result['merged']}; incidents matching no fault: {result['spurious']}")
+
+
 @app.command()
 def agent(
     url: Annotated[str | None, typer.Option(help="The service, e.g. http://faultgraph:8080.")] = None,
