@@ -10,6 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from service import store
+from service.auth import views as auth_views
+from service.auth.service import Authenticator
 from service.config import Settings
 from service.events import views as events_views
 from service.events.models import events
@@ -18,8 +20,12 @@ from service.writer import GroupWriter
 log = logging.getLogger("faultgraph")
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """A ready app: opening the store and starting the writer happen in its lifespan."""
+def create_app(settings: Settings | None = None, *, open_without_tokens: bool = False) -> FastAPI:
+    """A ready app: opening the store and starting the writer happen in its lifespan.
+
+    `open_without_tokens` grants every request every role while no token was ever created;
+    only a server listening on loopback may set it (SPEC §9), and `serve` decides that.
+    """
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -27,6 +33,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = store.make_engine(settings.db_url)
         store.init_schema(engine)
         app.state.engine = engine
+        app.state.auth = Authenticator(engine, open_without_tokens=open_without_tokens)
         app.state.writer = GroupWriter(
             engine,
             partial(store.insert_ignoring_duplicates, table_name="events"),
@@ -45,6 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.enrich = None
     app.include_router(events_views.router)
+    app.include_router(auth_views.router)
 
     @app.get("/healthz", tags=["health"])
     def healthz(request: Request) -> dict:

@@ -35,7 +35,8 @@ def make_engine(url: str) -> Engine:
 
 def init_schema(engine: Engine) -> None:
     """Create missing tables and record the schema version; refuse a newer database."""
-    import service.events.models  # noqa: F401  (registers the tables on `metadata`)
+    import service.auth.models  # noqa: F401  (these register their tables on `metadata`)
+    import service.events.models  # noqa: F401
 
     metadata.create_all(engine)
     with engine.begin() as conn:
