@@ -61,6 +61,21 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             conn.exec_driver_sql("SELECT 1")
         return {"status": "ok", "writer_queue": request.app.state.writer.depth}
 
+    def openapi() -> dict:
+        """FastAPI's schema, with 422 documented as the `{"detail": "..."}` actually sent."""
+        if app.openapi_schema is None:
+            schema = FastAPI.openapi(app)
+            components = schema.get("components", {}).get("schemas", {})
+            if "HTTPValidationError" in components:
+                components["HTTPValidationError"] = {
+                    "title": "HTTPValidationError", "type": "object", "required": ["detail"],
+                    "properties": {"detail": {"type": "string", "title": "Detail"}},
+                }
+                components.pop("ValidationError", None)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
