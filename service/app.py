@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 
 from service import store
 from service.auth import views as auth_views
+from service.auth.middleware import Authenticate
 from service.auth.service import Authenticator
 from service.config import Settings
 from service.events import views as events_views
@@ -50,6 +51,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app = FastAPI(title="faultgraph", version="0.1.0", lifespan=lifespan,
                   description="Fault-diagnosis timeline for GPU training clusters")
     app.state.settings = settings
+    app.add_middleware(Authenticate)
     app.state.enrich = None
     app.include_router(events_views.router)
     app.include_router(auth_views.router)

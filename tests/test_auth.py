@@ -127,6 +127,17 @@ def test_bad_tokens_get_the_same_401(secured):
     assert all(a.headers["www-authenticate"] == "Bearer" for a in answers)
 
 
+def test_anonymous_callers_learn_nothing_before_the_401(secured):
+    """Authentication comes before routing and body parsing: no 404 to map the paths, no
+    422 describing what a body should look like."""
+    srv, made = secured
+    garbage = {"content-type": "application/json"}
+    assert srv.client.post("/v1/tokens", content=b"{not json", headers=garbage).status_code == 401
+    assert srv.client.get("/v1/no-such-thing").status_code == 401
+    assert srv.client.get("/v1/no-such-thing", headers=bearer(made["reader"])).status_code == 404
+    assert srv.client.post("/v1/tokens", content=b"{not json", headers={**garbage, **bearer(made["admin"])}).status_code == 422
+
+
 def test_every_endpoint_declares_a_role(secured):
     """Walks the OpenAPI: each operation refuses no token (401), and the reader and agent
     roles reach only what SPEC §9 gives them (reader: reads; agent: no reads)."""

@@ -138,7 +138,8 @@ class Authenticator:
         return _Snapshot(ever, live, time.monotonic())
 
     def authenticate(self, token: str | None) -> Principal | None:
-        """The caller presenting this bearer token (None: no token), or None when it proves nothing."""
+        """The caller presenting this bearer token (None: no token), or None when it proves nothing.
+        Tokens are compared by their SHA-256, in constant time."""
         snapshot = self._snapshot
         if not snapshot.ever:
             return ANONYMOUS if self._open_without_tokens else None

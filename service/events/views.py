@@ -41,8 +41,8 @@ def _prepare(body: bytes, content_type: str, app_state, principal) -> tuple:
 async def store_events(request: Request, body: bytes, content_type: str) -> dict:
     """Validate, store durably, and count: the shared tail of every ingest route.
 
-    A host-bound agent token (`require("agent")` leaves the caller on `request.state`) has
-    its events for other hosts rejected one by one."""
+    A host-bound agent token (the auth middleware leaves the caller on `request.state`)
+    has its events for other hosts rejected one by one."""
     state = request.app.state
     principal = getattr(request.state, "principal", None)
     try:
