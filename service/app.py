@@ -3,6 +3,7 @@
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from functools import partial
 
 from fastapi import FastAPI, Request
@@ -15,7 +16,11 @@ from service.auth.middleware import Authenticate
 from service.auth.service import Authenticator
 from service.config import Settings
 from service.events import views as events_views
+from attribution.cluster import ClusterSnapshot
 from service.events.models import events
+from service.incidents import views as incidents_views
+from service.incidents.flows import IncidentRunner
+from service.liveness import Liveness, LivenessWatcher
 from service.writer import GroupWriter
 
 log = logging.getLogger("faultgraph")
@@ -42,9 +47,13 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             max_queue=settings.writer_queue_batches,
             max_group_rows=settings.group_commit_rows,
         )
+        app.state.runner = IncidentRunner(engine, lambda: app.state.cluster)
+        watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state))
         try:
             yield
         finally:
+            watcher.close()
+            app.state.runner.close()
             app.state.writer.close()
             engine.dispose()
 
@@ -53,8 +62,11 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app.state.settings = settings
     app.add_middleware(Authenticate)
     app.state.enrich = None
+    app.state.cluster = ClusterSnapshot()
+    app.state.liveness = Liveness(timedelta(seconds=settings.heartbeat_timeout_s))
     app.include_router(events_views.router)
     app.include_router(auth_views.router)
+    app.include_router(incidents_views.router)
 
     @app.get("/healthz", tags=["health"])
     def healthz(request: Request) -> dict:

@@ -35,8 +35,9 @@ def make_engine(url: str) -> Engine:
 
 def init_schema(engine: Engine) -> None:
     """Create missing tables and record the schema version; refuse a newer database."""
-    import service.auth.models  # noqa: F401  (these register their tables on `metadata`)
+    import service.auth.models  # noqa: F401  (each registers its tables on `metadata`)
     import service.events.models  # noqa: F401
+    import service.incidents.models  # noqa: F401
 
     metadata.create_all(engine)
     with engine.begin() as conn:
@@ -78,3 +79,19 @@ def max_value(engine: Engine, column: sa.Column) -> int:
     """The largest value of an integer column, 0 for an empty table."""
     with engine.connect() as conn:
         return conn.execute(sa.select(sa.func.coalesce(sa.func.max(column), 0))).scalar_one()
+
+
+def append(conn: Connection, table: sa.Table, rows: pa.Table) -> None:
+    """Append Arrow rows to a table: columnar on DuckDB, a multi-row insert elsewhere."""
+    if rows.num_rows == 0:
+        return
+    if conn.dialect.name == "duckdb":
+        raw = conn.connection.driver_connection
+        columns = ", ".join(f'"{name}"' for name in rows.column_names)
+        raw.register("_append", rows)
+        try:
+            raw.execute(f"INSERT INTO {table.name} ({columns}) SELECT {columns} FROM _append")
+        finally:
+            raw.unregister("_append")
+    else:
+        conn.execute(table.insert(), rows.to_pylist())
