@@ -42,7 +42,7 @@ def test_sigkill_mid_ingest_loses_no_acknowledged_event(db_url):
                 try:
                     answer = client.post("/v1/events", json=batch_of(ids))
                 except httpx.TransportError:
-                    interrupted.append(worker)  # the kill landed while this batch was in flight
+                    interrupted.append(worker)  # the kill cut this batch off: no answer
                     return
                 if answer.status_code == 200:
                     with lock:
@@ -62,7 +62,7 @@ def test_sigkill_mid_ingest_loses_no_acknowledged_event(db_url):
     srv.process.wait(timeout=30)
     for thread in threads:
         thread.join(timeout=30)
-    assert interrupted, "the kill should land while requests are in flight"
+    assert len(interrupted) == WRITERS, "every writer was still sending when the server died"
     assert len(acknowledged) >= 20 * BATCH * WRITERS
 
     srv = start_server(db_url)  # the store must open cleanly after the crash
@@ -72,7 +72,7 @@ def test_sigkill_mid_ingest_loses_no_acknowledged_event(db_url):
         missing = acknowledged - set(stored)
         assert not missing, f"{len(missing)} acknowledged events were lost"
         print(f"\ncrash: {len(acknowledged)} events acknowledged in {ingest_seconds:.1f} s "
-              f"({len(acknowledged) / ingest_seconds:,.0f}/s), {len(interrupted)} batches in flight at SIGKILL, "
+              f"({len(acknowledged) / ingest_seconds:,.0f}/s), {len(interrupted)} batches cut off unanswered, "
               f"{len(stored) - len(acknowledged)} stored but unacknowledged, 0 lost, 0 duplicated")
         # Senders retry what was not acknowledged; ids make the retry idempotent.
         everything = {event_id for ids in sent for event_id in ids}
