@@ -220,6 +220,30 @@ def test_writer_refuses_past_its_queue_and_drains_what_it_took(tmp_path):
     engine.dispose()
 
 
+def test_writer_survives_a_store_outage(tmp_path):
+    """A failing commit fails only the batches in it (the route answers 503 + Retry-After);
+    the writer goes on and the next batch commits, with sequence numbers left unconsumed."""
+    engine = store.make_engine(f"duckdb:///{tmp_path / 'o.duckdb'}")
+    down = threading.Event()
+    down.set()
+    seen_seq: list[list[int]] = []
+
+    def flaky_insert(conn, rows: pa.Table) -> list[str]:
+        if down.is_set():
+            down.clear()
+            raise OSError("No space left on device")
+        seen_seq.append(rows.column("seq").to_pylist())
+        return rows.column("id").to_pylist()
+
+    writer = GroupWriter(engine, flaky_insert, first_seq=10, max_queue=4, max_group_rows=1)
+    with pytest.raises(OSError):
+        writer.submit(pa.table({"id": ["lost"]})).result(timeout=30)
+    assert writer.submit(pa.table({"id": ["kept"]})).result(timeout=30) == 1
+    assert seen_seq == [[10]]
+    writer.close()
+    engine.dispose()
+
+
 def test_storm_of_concurrent_agents(tmp_path):
     """Many agents at once against a small writer queue: answers are 200 or 503 with
     Retry-After, agents that honour it get everything in, and nothing is stored twice."""
