@@ -35,7 +35,8 @@ def make_engine(url: str) -> Engine:
 
 def init_schema(engine: Engine) -> None:
     """Create missing tables and record the schema version; refuse a newer database."""
-    import service.events.models  # noqa: F401  (each registers its tables on `metadata`)
+    import service.auth.models  # noqa: F401  (each registers its tables on `metadata`)
+    import service.events.models  # noqa: F401
     import service.incidents.models  # noqa: F401
     import service.jobs.models  # noqa: F401
     import service.topology.models  # noqa: F401

@@ -20,7 +20,6 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-
 from attribution.engine import GAP, LONG_GAP, LOOKBACK, Cluster, Draft, analyse
 from service import store
 from service.events.models import events

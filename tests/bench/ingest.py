@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from conftest import start_server  # noqa: E402
+
 from service import store  # noqa: E402
 
 START = datetime(2026, 11, 28, tzinfo=UTC)
