@@ -4,9 +4,13 @@ Tables are declared on `metadata` by each domain's `models.py`; this module owns
 them, recording the schema version, and the per-dialect fast path for appending events.
 """
 
+import io
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
@@ -25,11 +29,38 @@ class SchemaVersionError(RuntimeError):
     """The database was written by a newer faultgraph than this one."""
 
 
+# PostgreSQL only: DuckDB scans its columnar blocks with zone maps, and indexes there slow
+# ingest; a row store needs them for time-window reads (the API pages by (time, id)).
+POSTGRES_INDEXES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "events": (("time", "id"), ("host", "time"), ("job", "time")),
+}
+
+# Any two faultgraph processes creating the schema at once on one PostgreSQL take turns.
+_SCHEMA_LOCK = 0x6661756C74  # "fault"
+
+
 def make_engine(url: str) -> Engine:
-    """An engine for `url`; a DuckDB file's parent directory is created first."""
+    """An engine for `url`; a DuckDB file's parent directory is created first.
+
+    `postgresql://` (no driver named) means psycopg 3, the driver faultgraph ships with.
+    PostgreSQL connections check liveness when borrowed (a restarted server or a failover
+    does not surface as one failed request) and run in UTC.
+    """
     parsed = sa.engine.make_url(url)
-    if parsed.get_backend_name() == "duckdb" and parsed.database not in (None, "", ":memory:"):
+    backend = parsed.get_backend_name()
+    if backend == "duckdb" and parsed.database not in (None, "", ":memory:"):
         Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    if backend == "postgresql":
+        if parsed.drivername in ("postgresql", "postgres"):
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return sa.create_engine(
+            parsed,
+            pool_pre_ping=True,
+            pool_size=8,
+            max_overflow=16,
+            pool_recycle=1800,
+            connect_args={"application_name": "faultgraph", "options": "-c timezone=UTC"},
+        )
     return sa.create_engine(parsed)
 
 
@@ -37,8 +68,12 @@ def init_schema(engine: Engine) -> None:
     """Create missing tables and record the schema version; refuse a newer database."""
     import service.events.models  # noqa: F401  (registers the tables on `metadata`)
 
-    metadata.create_all(engine)
     with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
+        metadata.create_all(conn)
+        if conn.dialect.name == "postgresql":
+            _create_postgres_indexes(conn)
         version = conn.execute(sa.select(sa.func.max(schema_info.c.version))).scalar()
         if version is None:
             conn.execute(schema_info.insert().values(version=SCHEMA_VERSION))
@@ -54,8 +89,11 @@ def insert_ignoring_duplicates(conn: Connection, rows: pa.Table, *, table_name: 
     ids actually inserted. Ids already stored, or repeated within `rows`, are skipped.
 
     DuckDB reads the Arrow table in place (columnar, no per-row Python), which is what
-    makes ingest run at hundreds of thousands of rows a second.
+    makes ingest run at hundreds of thousands of rows a second. PostgreSQL gets the batch
+    by COPY (Arrow's C++ CSV writer, PostgreSQL's CSV reader: no per-row Python either).
     """
+    if conn.dialect.name == "postgresql":
+        return _copy_insert_postgres(conn, rows, table_name=table_name, returning=True)
     if conn.dialect.name != "duckdb":
         raise NotImplementedError(f"bulk insert for {conn.dialect.name} is not implemented yet")
     raw = conn.connection.driver_connection
@@ -77,3 +115,77 @@ def max_value(engine: Engine, column: sa.Column) -> int:
     """The largest value of an integer column, 0 for an empty table."""
     with engine.connect() as conn:
         return conn.execute(sa.select(sa.func.coalesce(sa.func.max(column), 0))).scalar_one()
+
+
+def _create_postgres_indexes(conn: Connection) -> None:
+    for table_name, indexes in POSTGRES_INDEXES.items():
+        for columns in indexes:
+            name = f"ix_{table_name}_{'_'.join(columns)}"
+            quoted = ", ".join(f'"{column}"' for column in columns)
+            conn.exec_driver_sql(f'CREATE INDEX IF NOT EXISTS "{name}" ON "{table_name}" ({quoted})')
+
+
+def _copy_insert_postgres(conn: Connection, rows: pa.Table, *, table_name: str, returning: bool) -> list:
+    """COPY `rows` into a per-connection temp table, then move the rows whose primary key is
+    new into `table_name` in one statement. One row per key survives: the lowest `seq`
+    when the table has one (the first to arrive), otherwise any.
+
+    Returns the first key column of the inserted rows when `returning`, else [].
+    """
+    table = metadata.tables[table_name]
+    key = [column.name for column in table.primary_key.columns]
+    rows = _without_nul(rows, table)
+    staging = f"_incoming_{table_name}"
+    columns = ", ".join(f'"{name}"' for name in rows.column_names)
+    # Autobegin through SQLAlchemy so the caller's conn.commit() commits the COPY too.
+    conn.exec_driver_sql(
+        f'CREATE TEMP TABLE IF NOT EXISTS "{staging}" (LIKE "{table_name}") ON COMMIT DELETE ROWS'
+    )
+    buffer = io.BytesIO()
+    pa_csv.write_csv(rows, buffer, pa_csv.WriteOptions(include_header=False))
+    raw = conn.connection.driver_connection
+    with raw.cursor() as cursor:
+        with cursor.copy(f'COPY "{staging}" ({columns}) FROM STDIN (FORMAT csv)') as copy:
+            copy.write(buffer.getbuffer())
+    if key:
+        keys = ", ".join(f'"{name}"' for name in key)
+        order = keys + (', "seq"' if "seq" in rows.column_names else "")
+        select = f'SELECT DISTINCT ON ({keys}) {columns} FROM "{staging}" ORDER BY {order}'
+        conflict = " ON CONFLICT DO NOTHING"
+    else:
+        select, conflict = f'SELECT {columns} FROM "{staging}"', ""
+    back = f' RETURNING "{key[0]}"' if returning and key else ""
+    result = conn.exec_driver_sql(f'INSERT INTO "{table_name}" ({columns}) {select}{conflict}{back}')
+    inserted = [row[0] for row in result] if back else []
+    conn.exec_driver_sql(f'TRUNCATE "{staging}"')  # a later COPY in this transaction starts empty
+    return inserted
+
+
+def _without_nul(rows: pa.Table, table: sa.Table) -> pa.Table:
+    """PostgreSQL text and jsonb cannot hold U+0000: store U+FFFD (the replacement
+    character) in its place rather than fail the whole group commit."""
+    for index, name in enumerate(rows.column_names):
+        column = rows.column(index)
+        if not pa.types.is_string(column.type) or name not in table.c:
+            continue
+        is_json = isinstance(table.c[name].type, sa.JSON)
+        needle = "\\u0000" if is_json else "\x00"
+        if not pc.any(pc.match_substring(column, needle)).as_py():
+            continue
+        if is_json:
+            fixed = [None if text is None else orjson.dumps(_replace_nul(orjson.loads(text))).decode()
+                     for text in column.to_pylist()]
+            rows = rows.set_column(index, name, pa.array(fixed, pa.string()))
+        else:
+            rows = rows.set_column(index, name, pc.replace_substring(column, "\x00", "\ufffd"))
+    return rows
+
+
+def _replace_nul(value):
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, list):
+        return [_replace_nul(item) for item in value]
+    if isinstance(value, dict):
+        return {_replace_nul(k): _replace_nul(v) for k, v in value.items()}
+    return value
