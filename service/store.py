@@ -92,6 +92,10 @@ def insert_ignoring_duplicates(conn: Connection, rows: pa.Table, *, table_name: 
     makes ingest run at hundreds of thousands of rows a second. PostgreSQL gets the batch
     by COPY (Arrow's C++ CSV writer, PostgreSQL's CSV reader: no per-row Python either).
     """
+    if not conn.in_transaction():
+        # Driver-level statements below are invisible to SQLAlchemy: without this, the
+        # caller's commit()/rollback() would not govern them.
+        conn.begin()
     if conn.dialect.name == "postgresql":
         return _copy_insert_postgres(conn, rows, table_name=table_name, returning=True)
     if conn.dialect.name != "duckdb":
@@ -137,7 +141,6 @@ def _copy_insert_postgres(conn: Connection, rows: pa.Table, *, table_name: str, 
     rows = _without_nul(rows, table)
     staging = f"_incoming_{table_name}"
     columns = ", ".join(f'"{name}"' for name in rows.column_names)
-    # Autobegin through SQLAlchemy so the caller's conn.commit() commits the COPY too.
     conn.exec_driver_sql(
         f'CREATE TEMP TABLE IF NOT EXISTS "{staging}" (LIKE "{table_name}") ON COMMIT DELETE ROWS'
     )
