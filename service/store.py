@@ -138,7 +138,7 @@ def _copy_insert_postgres(conn: Connection, rows: pa.Table, *, table_name: str, 
     """
     table = metadata.tables[table_name]
     key = [column.name for column in table.primary_key.columns]
-    rows = _without_nul(rows, table)
+    rows = _naive_utc(_without_nul(rows, table))
     staging = f"_incoming_{table_name}"
     columns = ", ".join(f'"{name}"' for name in rows.column_names)
     conn.exec_driver_sql(
@@ -162,6 +162,15 @@ def _copy_insert_postgres(conn: Connection, rows: pa.Table, *, table_name: str, 
     inserted = [row[0] for row in result] if back else []
     conn.exec_driver_sql(f'TRUNCATE "{staging}"')  # a later COPY in this transaction starts empty
     return inserted
+
+
+def _naive_utc(rows: pa.Table) -> pa.Table:
+    """Zoned Arrow timestamps hold UTC instants: drop the zone, the store keeps naive UTC."""
+    for index, field in enumerate(rows.schema):
+        if pa.types.is_timestamp(field.type) and field.type.tz is not None:
+            naive = rows.column(index).cast(pa.timestamp(field.type.unit))
+            rows = rows.set_column(index, field.name, naive)
+    return rows
 
 
 def _without_nul(rows: pa.Table, table: sa.Table) -> pa.Table:

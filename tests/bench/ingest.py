@@ -1,0 +1,212 @@
+"""Ingest benchmark: events/s over HTTP against the in-process ceiling, measured in one run.
+
+    python tests/bench/ingest.py [--events 1000000] [--batch 1000] [--concurrency 8] [--db URL]
+                                 [--compare-postgres SERVER_URL]
+
+Starts `faultgraph serve` on loopback, posts pre-serialised batches from concurrent
+connections, then measures the ceiling: the same payloads parsed with orjson and
+bulk-inserted into a fresh store of the same backend directly. Prints both, their ratio, the
+server's peak RSS, and GET /v1/events latency for 1-hour windows on the filled store.
+
+    python tests/bench/ingest.py --compare-postgres postgresql://postgres@127.0.0.1:5432/postgres
+
+runs everything a second time on a fresh database created on that PostgreSQL server (and
+dropped afterwards), and prints the two backends side by side with their ratios.
+"""
+
+import argparse
+import asyncio
+import contextlib
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import orjson
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from conftest import fresh_postgres_database, start_server  # noqa: E402
+from service import store  # noqa: E402
+
+START = datetime(2026, 11, 28, tzinfo=UTC)
+SPAN_HOURS = 24
+
+
+def make_event(i: int, rng: random.Random) -> dict:
+    """A realistic mix: mostly NIC counters and NCCL symptoms, some XIDs and host events."""
+    host = f"node{rng.randrange(2048):04d}"
+    when = (START + timedelta(seconds=rng.random() * SPAN_HOURS * 3600)).isoformat()
+    roll = rng.random()
+    if roll < 0.4:
+        kind, attrs = "nic_error", {"device": f"mlx5_{rng.randrange(8)}", "port": 1, "counter": "symbol_error", "count": rng.randrange(100)}
+    elif roll < 0.7:
+        rank = rng.randrange(16384)
+        kind, attrs = "nccl_timeout", {"rank": rank, "op": "ALLREDUCE", "seq": 80000 + rng.randrange(10), "timeout_ms": 600000, "elapsed_ms": 600000 + rng.randrange(100)}
+    elif roll < 0.85:
+        kind, attrs = "gpu_xid", {"xid": rng.choice([13, 31, 43, 48, 63, 74, 79, 94, 119]), "pci": f"0000:{rng.randrange(256):02x}:00"}
+    else:
+        kind, attrs = "pcie_aer", {"bdf": f"0000:{rng.randrange(256):02x}:00.0", "severity": "corrected"}
+    return {"time": when, "host": host, "kind": kind, "attrs": attrs, "message": f"event {i}", "job": "llama-405b-r7"}
+
+
+def payloads(total: int, batch: int) -> list[bytes]:
+    rng = random.Random(7)
+    return [orjson.dumps([make_event(i + j, rng) for j in range(batch)]) for i in range(0, total, batch)]
+
+
+async def post_all(url: str, bodies: list[bytes], concurrency: int) -> tuple[float, int]:
+    queue: asyncio.Queue[bytes] = asyncio.Queue()
+    for body in bodies:
+        queue.put_nowait(body)
+    accepted = 0
+
+    async def worker(client: httpx.AsyncClient) -> None:
+        nonlocal accepted
+        while not queue.empty():
+            body = queue.get_nowait()
+            while True:
+                answer = await client.post("/v1/events", content=body, headers={"content-type": "application/json"})
+                if answer.status_code == 503:
+                    await asyncio.sleep(float(answer.headers.get("retry-after", "1")))
+                    continue
+                answer.raise_for_status()
+                accepted += answer.json()["accepted"]
+                break
+
+    limits = httpx.Limits(max_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as client:
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(client) for _ in range(concurrency)))
+        return time.perf_counter() - started, accepted
+
+
+def ceiling(bodies: list[bytes], db_url: str, chunk_rows: int = 50_000) -> float:
+    """Events/s of the bare minimum: orjson parse, Arrow columns, bulk insert with the same
+    primary key; no HTTP, no validation, no enrichment."""
+    engine = store.make_engine(db_url)
+    store.init_schema(engine)
+    received = datetime.now(UTC).replace(tzinfo=None)
+    started = time.perf_counter()
+    items = [item for body in bodies for item in orjson.loads(body)]
+    for i, item in enumerate(items):
+        item["id"] = f"c{i}"
+        item["seq"] = i
+        item["time"] = datetime.fromisoformat(item["time"])
+        item["received"] = received
+        item["attrs"] = orjson.dumps(item["attrs"]).decode()
+    with engine.connect() as conn:
+        for start in range(0, len(items), chunk_rows):
+            rows = pa.Table.from_pylist(items[start : start + chunk_rows])
+            store.insert_ignoring_duplicates(conn, rows, table_name="events")
+            conn.commit()
+    elapsed = time.perf_counter() - started
+    engine.dispose()
+    return len(items) / elapsed
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def query_latency(url: str, samples: int = 100) -> tuple[float, float]:
+    rng = random.Random(1)
+    timings = []
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for _ in range(samples):
+            since = START + timedelta(seconds=rng.random() * (SPAN_HOURS - 1) * 3600)
+            params = {"since": since.isoformat(), "until": (since + timedelta(hours=1)).isoformat(), "limit": 1000}
+            started = time.perf_counter()
+            client.get("/v1/events", params=params).raise_for_status()
+            timings.append((time.perf_counter() - started) * 1000)
+    timings.sort()
+    return statistics.median(timings), timings[int(len(timings) * 0.99) - 1]
+
+
+@dataclass
+class Figures:
+    accepted: int
+    elapsed: float
+    http_rate: float
+    ceiling_rate: float
+    p50: float
+    p99: float
+    rss: float
+
+
+@contextlib.contextmanager
+def fresh_store(server: str | None, tmp: Path, name: str) -> Iterator[str]:
+    """An empty store: a DuckDB file when `server` is None, else a new PostgreSQL database."""
+    if server is None:
+        yield f"duckdb:///{tmp / (name + '.duckdb')}"
+    else:
+        with fresh_postgres_database(server) as url:
+            yield url
+
+
+def measure(bodies: list[bytes], concurrency: int, server_db: str, ceiling_db: str) -> Figures:
+    server = start_server(server_db)
+    try:
+        elapsed, accepted = asyncio.run(post_all(server.url, bodies, concurrency))
+        p50, p99 = query_latency(server.url)
+        rss = peak_rss_mib(server.process.pid)
+    finally:
+        server.stop()
+    return Figures(accepted, elapsed, accepted / elapsed, ceiling(bodies, ceiling_db), p50, p99, rss)
+
+
+def report(label: str, f: Figures, batch: int, concurrency: int) -> None:
+    print(f"[{label}]")
+    print(f"events posted          {f.accepted:>12,} in batches of {batch}, {concurrency} connections")
+    print(f"HTTP ingest            {f.http_rate:>12,.0f} events/s ({f.elapsed:.1f} s)")
+    print(f"in-process ceiling     {f.ceiling_rate:>12,.0f} events/s (orjson + Arrow + bulk insert)")
+    print(f"HTTP / ceiling         {f.http_rate / f.ceiling_rate:>12.2f}")
+    print(f"server peak RSS        {f.rss:>12,.0f} MiB")
+    print(f"GET 1-hour window      p50 {f.p50:.1f} ms, p99 {f.p99:.1f} ms (limit 1000, {f.accepted:,}-event store)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--db", help="database URL for the server (default: a fresh DuckDB file)")
+    parser.add_argument("--compare-postgres", metavar="SERVER_URL",
+                        help="also measure on a fresh database created on this PostgreSQL server")
+    args = parser.parse_args()
+
+    bodies = payloads(args.events, args.batch)
+    results: list[tuple[str, Figures]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        server_db = args.db or f"duckdb:///{Path(tmp) / 'bench.duckdb'}"
+        backend = server_db.split(":", 1)[0].split("+", 1)[0]
+        ceiling_server = None if backend == "duckdb" else server_db
+        with fresh_store(ceiling_server, Path(tmp), "ceiling") as ceiling_db:
+            results.append((backend, measure(bodies, args.concurrency, server_db, ceiling_db)))
+        if args.compare_postgres:
+            with fresh_store(args.compare_postgres, Path(tmp), "") as pg_db, \
+                    fresh_store(args.compare_postgres, Path(tmp), "") as pg_ceiling_db:
+                results.append(("postgresql", measure(bodies, args.concurrency, pg_db, pg_ceiling_db)))
+
+    for label, figures in results:
+        report(label, figures, args.batch, args.concurrency)
+    if len(results) == 2:
+        (base_label, base), (label, other) = results
+        print(f"{label} / {base_label}: HTTP ingest {other.http_rate / base.http_rate:.2f}, "
+              f"ceiling {other.ceiling_rate / base.ceiling_rate:.2f}, "
+              f"GET p50 {other.p50 / base.p50:.2f}")
+
+
+if __name__ == "__main__":
+    main()
