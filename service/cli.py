@@ -1,11 +1,14 @@
 """The `faultgraph` command: the server, and the tools around it."""
 
 import logging
+from pathlib import Path
 from typing import Annotated
 
+import sqlalchemy as sa
 import typer
 import uvicorn
 
+from service import store, transfer
 from service.app import create_app
 from service.config import Settings
 
@@ -32,6 +35,45 @@ def serve(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("faultgraph").info("faultgraph listening on http://%s:%d, data in %s", host, port, settings.db_url)
     uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False)
+
+
+
+DirArgument = Annotated[Path, typer.Argument(help="Directory of the export (Parquet files and manifest.json).")]
+
+
+def _print_counts(verb: str, counts: dict[str, int], where: str) -> None:
+    for name, rows in counts.items():
+        typer.echo(f"{name:<24} {rows:>12,} rows")
+    typer.echo(f"{verb} {sum(counts.values()):,} rows in {len(counts)} tables {where}")
+
+
+@app.command("export")
+def export_command(directory: DirArgument, db: DbOption = None) -> None:
+    """Write every table to Parquet files (one consistent snapshot), to move to another store."""
+    settings = Settings(db_url=db) if db else Settings()
+    engine = store.make_engine(settings.db_url)
+    try:
+        store.init_schema(engine)
+        counts = transfer.export_all(engine, directory)
+    finally:
+        engine.dispose()
+    _print_counts("exported", counts, f"to {directory}")
+
+
+@app.command("import")
+def import_command(directory: DirArgument, db: DbOption = None) -> None:
+    """Load an export into a store (stop the service first); rows already there are skipped."""
+    settings = Settings(db_url=db) if db else Settings()
+    engine = store.make_engine(settings.db_url)
+    try:
+        counts = transfer.import_all(engine, directory)
+    except ValueError as exc:
+        typer.echo(f"faultgraph import: {exc}", err=True)
+        raise typer.Exit(2) from None
+    finally:
+        engine.dispose()
+    where = sa.engine.make_url(settings.db_url).render_as_string(hide_password=True)
+    _print_counts("imported", counts, f"into {where} (rows already there are not counted)")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,10 @@ Tables are declared on `metadata` by each domain's `models.py`; this module owns
 them, recording the schema version, and the per-dialect fast path for appending events.
 """
 
+import importlib
+import importlib.util
 import io
+import pkgutil
 from pathlib import Path
 
 import orjson
@@ -64,10 +67,19 @@ def make_engine(url: str) -> Engine:
     return sa.create_engine(parsed)
 
 
+def register_tables() -> None:
+    """Import every domain's `models.py` (service/<domain>/models.py): each declares its
+    tables on `metadata`, and schema creation and export/import see them all."""
+    import service
+
+    for module in pkgutil.iter_modules(service.__path__):
+        if module.ispkg and importlib.util.find_spec(f"service.{module.name}.models") is not None:
+            importlib.import_module(f"service.{module.name}.models")
+
+
 def init_schema(engine: Engine) -> None:
     """Create missing tables and record the schema version; refuse a newer database."""
-    import service.events.models  # noqa: F401  (registers the tables on `metadata`)
-
+    register_tables()
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
@@ -97,7 +109,7 @@ def insert_ignoring_duplicates(conn: Connection, rows: pa.Table, *, table_name: 
         # caller's commit()/rollback() would not govern them.
         conn.begin()
     if conn.dialect.name == "postgresql":
-        return _copy_insert_postgres(conn, rows, table_name=table_name, returning=True)
+        return _copy_insert_postgres(conn, rows, table_name=table_name, returning=True)[0]
     if conn.dialect.name != "duckdb":
         raise NotImplementedError(f"bulk insert for {conn.dialect.name} is not implemented yet")
     raw = conn.connection.driver_connection
@@ -115,6 +127,45 @@ def insert_ignoring_duplicates(conn: Connection, rows: pa.Table, *, table_name: 
     return [row[0] for row in inserted]
 
 
+def bulk_append(conn: Connection, rows: pa.Table, *, table_name: str) -> int:
+    """Append `rows` (Arrow, a subset of the table's columns) to any table, skipping rows whose
+    primary key is already stored or repeated in `rows`: the bulk load of an import. Returns
+    how many rows were new.
+
+    Runs inside the caller's transaction, so a failed import leaves nothing behind.
+    """
+    if not conn.in_transaction():
+        conn.begin()
+    if conn.dialect.name == "postgresql":
+        return _copy_insert_postgres(conn, rows, table_name=table_name)[1]
+    if conn.dialect.name != "duckdb":
+        raise NotImplementedError(f"bulk insert for {conn.dialect.name} is not implemented yet")
+    key = [f'"{column.name}"' for column in metadata.tables[table_name].primary_key.columns]
+    columns = ", ".join(f'"{name}"' for name in rows.column_names)
+    once = f"QUALIFY row_number() OVER (PARTITION BY {', '.join(key)}) = 1 ON CONFLICT DO NOTHING" if key else ""
+    raw = conn.connection.driver_connection
+    raw.register("_appending", rows)
+    try:
+        return raw.execute(f'INSERT INTO "{table_name}" ({columns}) SELECT {columns} FROM _appending {once}').fetchone()[0]
+    finally:
+        raw.unregister("_appending")
+
+
+def advance_sequences(conn: Connection) -> None:
+    """After rows arrive with their own integer keys (an import), PostgreSQL's sequences
+    behind autoincrement keys must move past them or the next insert collides."""
+    if conn.dialect.name != "postgresql":
+        return  # DuckDB tables here carry no sequences
+    for table in metadata.sorted_tables:
+        column = table.autoincrement_column
+        if column is None:
+            continue
+        conn.exec_driver_sql(
+            f"SELECT setval(pg_get_serial_sequence('\"{table.name}\"', '{column.name}'), "
+            f'coalesce(max("{column.name}"), 0) + 1, false) FROM "{table.name}"'
+        )
+
+
 def max_value(engine: Engine, column: sa.Column) -> int:
     """The largest value of an integer column, 0 for an empty table."""
     with engine.connect() as conn:
@@ -129,12 +180,14 @@ def _create_postgres_indexes(conn: Connection) -> None:
             conn.exec_driver_sql(f'CREATE INDEX IF NOT EXISTS "{name}" ON "{table_name}" ({quoted})')
 
 
-def _copy_insert_postgres(conn: Connection, rows: pa.Table, *, table_name: str, returning: bool) -> list:
+def _copy_insert_postgres(
+    conn: Connection, rows: pa.Table, *, table_name: str, returning: bool = False
+) -> tuple[list, int]:
     """COPY `rows` into a per-connection temp table, then move the rows whose primary key is
     new into `table_name` in one statement. One row per key survives: the lowest `seq`
     when the table has one (the first to arrive), otherwise any.
 
-    Returns the first key column of the inserted rows when `returning`, else [].
+    Returns the first key column of the inserted rows (when `returning`) and their count.
     """
     table = metadata.tables[table_name]
     key = [column.name for column in table.primary_key.columns]
@@ -160,8 +213,9 @@ def _copy_insert_postgres(conn: Connection, rows: pa.Table, *, table_name: str, 
     back = f' RETURNING "{key[0]}"' if returning and key else ""
     result = conn.exec_driver_sql(f'INSERT INTO "{table_name}" ({columns}) {select}{conflict}{back}')
     inserted = [row[0] for row in result] if back else []
+    count = len(inserted) if back else result.rowcount
     conn.exec_driver_sql(f'TRUNCATE "{staging}"')  # a later COPY in this transaction starts empty
-    return inserted
+    return inserted, count
 
 
 def _naive_utc(rows: pa.Table) -> pa.Table:
