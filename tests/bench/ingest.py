@@ -143,6 +143,7 @@ class Figures:
     p50: float
     p99: float
     rss: float
+    store_mib: float
 
 
 @contextlib.contextmanager
@@ -163,7 +164,22 @@ def measure(bodies: list[bytes], concurrency: int, server_db: str, ceiling_db: s
         rss = peak_rss_mib(server.process.pid)
     finally:
         server.stop()
-    return Figures(accepted, elapsed, accepted / elapsed, ceiling(bodies, ceiling_db), p50, p99, rss)
+    size = store_mib(server_db)
+    return Figures(accepted, elapsed, accepted / elapsed, ceiling(bodies, ceiling_db), p50, p99, rss, size)
+
+
+def store_mib(db_url: str) -> float:
+    """Bytes on disk of the filled store: the DuckDB file, or the events table with its indexes."""
+    engine = store.make_engine(db_url)
+    try:
+        if engine.dialect.name == "postgresql":
+            with engine.connect() as conn:
+                size = conn.exec_driver_sql("SELECT pg_total_relation_size('events')").scalar_one()
+        else:
+            size = Path(engine.url.database).stat().st_size
+    finally:
+        engine.dispose()
+    return size / 2**20
 
 
 def report(label: str, f: Figures, batch: int, concurrency: int) -> None:
@@ -173,6 +189,7 @@ def report(label: str, f: Figures, batch: int, concurrency: int) -> None:
     print(f"in-process ceiling     {f.ceiling_rate:>12,.0f} events/s (orjson + Arrow + bulk insert)")
     print(f"HTTP / ceiling         {f.http_rate / f.ceiling_rate:>12.2f}")
     print(f"server peak RSS        {f.rss:>12,.0f} MiB")
+    print(f"store on disk          {f.store_mib:>12,.1f} MiB ({f.store_mib * 2**20 / f.accepted:,.0f} bytes/event)")
     print(f"GET 1-hour window      p50 {f.p50:.1f} ms, p99 {f.p99:.1f} ms (limit 1000, {f.accepted:,}-event store)")
 
 
