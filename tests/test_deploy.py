@@ -197,13 +197,17 @@ def test_every_image_reference_is_the_one_image():
 # --- docker compose --------------------------------------------------------------------
 
 def faultgraph_commands(script: str) -> list[list[str]]:
-    """The `faultgraph …` invocations of a shell script, up to a redirection or `;`."""
+    """The arguments of each `faultgraph …` line of a shell script, up to a redirection."""
     found = []
     for line in script.splitlines():
-        words = shlex.split(line.strip(), comments=True)
+        words = shlex.split(line, comments=True)
         if words and words[0] == "faultgraph":
-            found.append([w for w in words[1:] if w not in (";",)][: next(
-                (i for i, w in enumerate(words[1:]) if w.startswith((">", "|", "&"))), len(words))])
+            args = []
+            for word in words[1:]:
+                if word.startswith((">", "<", "|", "&", ";")):
+                    break
+                args.append(word)
+            found.append(args)
     return found
 
 
