@@ -3,6 +3,7 @@
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from functools import partial
 
 from fastapi import FastAPI, Request
@@ -12,7 +13,11 @@ from fastapi.responses import JSONResponse
 from service import store
 from service.config import Settings
 from service.events import views as events_views
+from attribution.cluster import ClusterSnapshot
 from service.events.models import events
+from service.incidents import views as incidents_views
+from service.incidents.flows import IncidentRunner
+from service.liveness import Liveness, LivenessWatcher
 from service.writer import GroupWriter
 
 log = logging.getLogger("faultgraph")
@@ -34,9 +39,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             max_queue=settings.writer_queue_batches,
             max_group_rows=settings.group_commit_rows,
         )
+        app.state.runner = IncidentRunner(engine, lambda: app.state.cluster)
+        watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state))
         try:
             yield
         finally:
+            watcher.close()
+            app.state.runner.close()
             app.state.writer.close()
             engine.dispose()
 
@@ -44,7 +53,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="Fault-diagnosis timeline for GPU training clusters")
     app.state.settings = settings
     app.state.enrich = None
+    app.state.cluster = ClusterSnapshot()
+    app.state.liveness = Liveness(timedelta(seconds=settings.heartbeat_timeout_s))
     app.include_router(events_views.router)
+    app.include_router(incidents_views.router)
 
     @app.get("/healthz", tags=["health"])
     def healthz(request: Request) -> dict:

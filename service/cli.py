@@ -76,5 +76,24 @@ def import_command(directory: DirArgument, db: DbOption = None) -> None:
     _print_counts("imported", counts, f"into {where} (rows already there are not counted)")
 
 
+@app.command()
+def simulate(
+    out: Annotated[Path, typer.Option("--out", help="Directory to write topology.json, jobs.json, records.jsonl, truth.json.")],
+    hosts: Annotated[int, typer.Option(help="Hosts in the generated rail-optimized cluster.")] = 128,
+    faults: Annotated[int, typer.Option(help="Faults to inject (a concurrent pair counts two).")] = 200,
+    seed: Annotated[int, typer.Option(help="Random seed; the same seed writes the same set.")] = 0,
+    storm: Annotated[bool, typer.Option("--storm", help="Write the storm scenario instead: one job on every host, one XID 79, every other rank times out.")] = False,
+) -> None:
+    """Write a simulated scenario set: log lines and events with injected faults and their ground truth."""
+    from attribution import simulate as sim
+
+    try:
+        scenario = sim.storm(seed=seed, hosts=hosts) if storm else sim.scenario_set(faults, seed=seed, hosts=hosts)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    scenario.save(out)
+    typer.echo(f"{len(scenario.truth)} faults, {len(scenario.records)} records, {len(scenario.jobs)} jobs written to {out}")
+
+
 if __name__ == "__main__":
     app()

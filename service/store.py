@@ -174,6 +174,22 @@ def max_value(engine: Engine, column: sa.Column) -> int:
         return conn.execute(sa.select(sa.func.coalesce(sa.func.max(column), 0))).scalar_one()
 
 
+def append(conn: Connection, table: sa.Table, rows: pa.Table) -> None:
+    """Append Arrow rows to a table: columnar on DuckDB, a multi-row insert elsewhere."""
+    if rows.num_rows == 0:
+        return
+    if conn.dialect.name == "duckdb":
+        raw = conn.connection.driver_connection
+        columns = ", ".join(f'"{name}"' for name in rows.column_names)
+        raw.register("_append", rows)
+        try:
+            raw.execute(f"INSERT INTO {table.name} ({columns}) SELECT {columns} FROM _append")
+        finally:
+            raw.unregister("_append")
+    else:
+        conn.execute(table.insert(), rows.to_pylist())
+
+
 def _create_postgres_indexes(conn: Connection) -> None:
     for table_name, indexes in POSTGRES_INDEXES.items():
         for columns in indexes:

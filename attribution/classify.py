@@ -1,0 +1,103 @@
+"""What one event means to the engine: a symptom of an interruption, a fault that can be
+its root, weaker evidence, or job lifecycle.
+
+The parsers already tag each line with its catalogue `cause` and `role` (attrs.cause,
+attrs.role); events posted as JSON without them are looked up here the same way: XID and
+SXid codes in the catalogue, the other kinds by `KIND_DEFAULTS` below.
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ingest import catalogue
+
+Role = Literal["symptom", "fault", "evidence", "lifecycle", "maintenance", "ignore"]
+
+# How much a hardware event weighs as evidence, by severity.
+SEVERITY_WEIGHT = {"critical": 1.0, "error": 0.6, "warning": 0.15, "info": 0.02, "debug": 0.0}
+
+SYMPTOM_KINDS = frozenset({"nccl_timeout", "nccl_error", "job_fail"})
+LIFECYCLE_KINDS = frozenset({"job_start", "job_end", "job_restart", "checkpoint_save", "checkpoint_load"})
+
+# kind → cause for posted events that carry no catalogue hint. The cause of a PCIe AER
+# depends on the device behind the BDF and is refined by the engine once resolved.
+KIND_DEFAULTS: dict[str, str] = {
+    "gpu_ecc": "gpu_hbm",
+    "gpu_thermal": "gpu_thermal",
+    "nvlink_error": "nvlink",
+    "nvswitch_error": "nvswitch",
+    "nic_link": "nic",
+    "nic_error": "nic",
+    "pcie_aer": "io_expansion_board",
+    "host_mce": "cpu",
+    "host_mem_ecc": "system_memory",
+    "host_kernel": "unknown",
+    "host_oom": "software_bug",
+    "host_disk": "ssd",
+    "host_power": "power_supply",
+    "host_heartbeat": "unknown",
+    "train_anomaly": "silent_data_corruption",
+}
+
+
+@dataclass(frozen=True)
+class Signal:
+    """The engine's reading of one event."""
+
+    role: Role
+    cause: str
+    weight: float  # evidence weight, from severity
+    interrupts: bool  # does this event alone end a running job
+
+
+def _severity(event: dict) -> str:
+    return event.get("severity") or "error"
+
+
+def classify(event: dict) -> Signal:
+    """Classify one event (a stored envelope dict)."""
+    kind = event["kind"]
+    attrs = event.get("attrs") or {}
+    if kind in SYMPTOM_KINDS:
+        return Signal("symptom", "nccl_watchdog", 0.0, kind == "job_fail")
+    if kind in LIFECYCLE_KINDS:
+        return Signal("lifecycle", "unknown", 0.0, False)
+    if kind == "maintenance":
+        planned = bool(attrs.get("planned"))
+        return Signal("maintenance", "planned_maintenance" if planned else "host_maintenance", 1.0, True)
+    if kind == "host_heartbeat":
+        lost = attrs.get("state") == "lost"
+        return Signal("fault" if lost else "ignore", "unknown", 0.5 if lost else 0.0, lost)
+    if kind == "train_anomaly":
+        return Signal("fault", "silent_data_corruption", 0.8, True)
+
+    entry = None
+    if kind == "gpu_xid" and isinstance(attrs.get("xid"), int):
+        entry = catalogue.xid(attrs["xid"])
+    elif kind == "nvswitch_error" and isinstance(attrs.get("sxid"), int):
+        entry = catalogue.sxid(attrs["sxid"])
+    severity = _severity(event)
+    if entry is not None:
+        cause, interrupts, role = entry.cause, entry.interrupts, entry.role
+        severity = event.get("severity") or entry.severity
+    else:
+        cause = attrs.get("cause") or KIND_DEFAULTS.get(kind, "unknown")
+        role = attrs.get("role") or "root"
+        interrupts = severity in ("critical",) or (severity == "error" and kind in _FATAL_AT_ERROR)
+    if kind == "nic_link":
+        interrupts = attrs.get("state") == "down"
+        if attrs.get("state") == "up":
+            return Signal("evidence", cause, 0.05, False)
+    if kind == "pcie_aer":
+        interrupts = attrs.get("severity") == "fatal"
+    if kind == "gpu_ecc" and attrs.get("type") == "sbe":
+        interrupts = False
+    weight = SEVERITY_WEIGHT.get(severity, 0.6)
+    if role == "cascade":
+        weight *= 0.3
+    is_fault = interrupts and role == "root"
+    return Signal("fault" if is_fault else "evidence", cause, weight, is_fault)
+
+
+# Kinds whose error-severity events end a job even without a `critical` tag.
+_FATAL_AT_ERROR = frozenset({"gpu_ecc", "nvswitch_error", "host_kernel", "host_power"})

@@ -1,0 +1,198 @@
+"""Evidence rules: each a pure function from an incident's events (and the cluster graph
+and job placement) to votes for root-cause components.
+
+An expert reading the timeline asks: what broke near the moment the hang started, what do
+the failing parts have in common, who fell silent, who fell behind, and whom do the errors
+name. One rule per question, so each can be tested alone; `engine.py` adds the votes up.
+"""
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from math import exp
+from typing import Protocol
+
+from attribution.classify import Signal
+from attribution.placement import Placement
+from attribution.topology import Topology, link_id
+
+
+@dataclass(frozen=True)
+class Item:
+    """One event as the engine sees it: the stored envelope, its reading, and where it is."""
+
+    event: dict
+    signal: Signal
+    component: str | None
+    time: datetime
+
+    @property
+    def id(self) -> str:
+        return self.event["id"]
+
+
+@dataclass
+class Vote:
+    """A rule's claim that `component` is the root cause, with its weight and evidence."""
+
+    component: str
+    score: float
+    rule: str
+    cause: str | None = None
+    evidence: list[str] = field(default_factory=list)
+
+
+class Peers(Protocol):
+    def peer(self, peer: str, placement: Placement | None = None) -> str | None: ...
+
+
+# How fast a hardware event's weight fades with its distance from the hang start.
+PROXIMITY_GRACE = timedelta(minutes=1)
+PROXIMITY_SCALE_S = 300.0
+
+
+def proximity(when: datetime, hang_start: datetime) -> float:
+    """1 within a minute of the hang start, then decaying over ~5 minutes."""
+    distance = abs((when - hang_start).total_seconds()) - PROXIMITY_GRACE.total_seconds()
+    return 1.0 if distance <= 0 else exp(-distance / PROXIMITY_SCALE_S)
+
+
+def component_cause(item: Item, topology: Topology | None) -> str:
+    """The item's cause, refined by what its component is (a PCIe AER on a GPU is the GPU's)."""
+    cause = item.signal.cause
+    if item.event["kind"] == "pcie_aer" and topology is not None and item.component:
+        cause = {"gpu": "faulty_gpu", "nic": "nic"}.get(topology.type_of(item.component) or "", cause)
+    return cause
+
+
+def hardware(items: Iterable[Item], hang_start: datetime, topology: Topology | None) -> list[Vote]:
+    """Hardware events near the hang start, weighted by severity and closeness in time."""
+    votes = []
+    for item in items:
+        if item.component and item.signal.weight > 0:
+            score = item.signal.weight * proximity(item.time, hang_start)
+            votes.append(Vote(item.component, score, "hardware", component_cause(item, topology), [item.id]))
+    return votes
+
+
+def flapping(items: Iterable[Item], topology: Topology | None, *, min_downs: int = 2) -> list[Vote]:
+    """A NIC whose link went down repeatedly: blame its cable (the link to its switch)."""
+    downs: dict[str, list[Item]] = defaultdict(list)
+    for item in items:
+        if item.event["kind"] == "nic_link" and (item.event.get("attrs") or {}).get("state") == "down" and item.component:
+            downs[item.component].append(item)
+    votes = []
+    for nic, events in downs.items():
+        if len(events) < min_downs:
+            continue
+        switches = [n for n in (topology.neighbours(nic) if topology else []) if topology.type_of(n) == "switch"]
+        target = link_id(nic, switches[0]) if switches else nic
+        votes.append(Vote(target, 1.5 * len(events), "flapping", "network_switch_cable", [e.id for e in events]))
+    return votes
+
+
+def common_component(items: Sequence[Item], topology: Topology | None, *, min_members: int = 2) -> list[Vote]:
+    """Many NICs failing together on different hosts: blame the switch they share."""
+    if topology is None:
+        return []
+    failing_nics: dict[str, list[Item]] = defaultdict(list)
+    for item in items:
+        if item.signal.role == "fault" and item.component and topology.type_of(item.component) == "nic":
+            failing_nics[item.component].append(item)
+    if len(failing_nics) < min_members:
+        return []
+    by_switch: dict[str, set[str]] = defaultdict(set)
+    for nic in failing_nics:
+        for neighbour in topology.neighbours(nic):
+            if topology.type_of(neighbour) == "switch":
+                by_switch[neighbour].add(nic)
+    votes = []
+    for switch, nics in by_switch.items():
+        hosts = {topology.host_of(nic) for nic in nics}
+        if len(nics) >= min_members and len(hosts) >= min_members:
+            share = len(nics) / len(failing_nics)
+            evidence = [item.id for nic in sorted(nics) for item in failing_nics[nic]]
+            score = share * sum(max(i.signal.weight for i in failing_nics[nic]) for nic in nics) * 1.5
+            votes.append(Vote(switch, score, "common_component", "network_switch_cable", evidence))
+    return votes
+
+
+def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: Iterable[Item] = ()) -> list[Vote]:
+    """Ranks that said nothing while most of their peers timed out, and hosts gone quiet.
+
+    Whole hosts silent point at the host; a few silent ranks on an otherwise talking host
+    point at their GPUs.
+    """
+    votes = [Vote(item.event["host"], item.signal.weight, "silence", item.signal.cause, [item.id]) for item in lost_hosts]
+    if placement is None:
+        return votes
+    reporting = {item.event.get("rank") for item in symptoms if item.event["kind"] in ("nccl_timeout", "nccl_error")}
+    reporting.discard(None)
+    world = placement.world_size
+    if world < 2 or len(reporting) < world / 2:
+        return votes
+    silent = [rank for rank in range(world) if rank not in reporting]
+    if not silent or len(silent) > max(8, world // 4):
+        return votes
+    by_host: dict[str, list[int]] = defaultdict(list)
+    for rank in silent:
+        by_host[placement.host_of(rank)].append(rank)
+    for host, ranks in by_host.items():
+        if len(ranks) == len(placement.host_ranks(host)) and len(ranks) > 1:
+            votes.append(Vote(host, 0.8, "silence"))
+        else:
+            for rank in ranks:
+                votes.append(Vote(placement.rank_to_gpu(rank), 0.6 / len(ranks), "silence"))
+    return votes
+
+
+def sequence_lag(symptoms: Sequence[Item], placement: Placement | None) -> list[Vote]:
+    """Flight-recorder reasoning: within a process group, the rank whose last collective
+    sequence number is behind everyone else's never arrived at the collective they wait on."""
+    last: dict[str, dict[int, tuple[int, str]]] = defaultdict(dict)
+    for item in symptoms:
+        attrs = item.event.get("attrs") or {}
+        rank = item.event.get("rank")
+        if rank is None:
+            rank = attrs.get("rank")
+        if item.event["kind"] != "nccl_timeout" or rank is None or not isinstance(attrs.get("seq"), int):
+            continue
+        group = str(attrs.get("pg", ""))
+        if rank not in last[group] or attrs["seq"] > last[group][rank][0]:
+            last[group][rank] = (attrs["seq"], item.id)
+    votes = []
+    for ranks in last.values():
+        if len(ranks) < 3:
+            continue
+        leading = Counter(seq for seq, _ in ranks.values()).most_common(1)[0][0]
+        laggards = [(rank, event_id) for rank, (seq, event_id) in ranks.items() if seq < leading]
+        if not laggards or len(laggards) > max(1, len(ranks) // 10):
+            continue
+        for rank, event_id in laggards:
+            gpu = placement.rank_to_gpu(rank) if placement else None
+            if gpu:
+                votes.append(Vote(gpu, 0.9 / len(laggards), "sequence_lag", "software_bug", [event_id]))
+    return votes
+
+
+def peers(symptoms: Sequence[Item], resolver: Peers | None, placement: Placement | None) -> list[Vote]:
+    """NET/IB and socket errors name the far end; a peer named by several reporters is suspect."""
+    if resolver is None:
+        return []
+    named: dict[str, set[str]] = defaultdict(set)
+    evidence: dict[str, list[str]] = defaultdict(list)
+    for item in symptoms:
+        peer = (item.event.get("attrs") or {}).get("peer")
+        if item.event["kind"] != "nccl_error" or peer is None:
+            continue
+        target = resolver.peer(str(peer), placement)
+        if target and target != item.event["host"]:
+            named[target].add(item.event["host"])
+            evidence[target].append(item.id)
+    reporters = len({item.event["host"] for item in symptoms if item.event["kind"] == "nccl_error"})
+    votes = []
+    for target, hosts in named.items():
+        if len(hosts) >= 2 or reporters == 1:
+            votes.append(Vote(target, 0.5 * len(hosts) / max(1, reporters), "peers", None, evidence[target][:20]))
+    return votes

@@ -1,0 +1,211 @@
+"""The XID, SXid and log-pattern catalogues (`ingest/catalogue/*.toml`), loaded once.
+
+Detection rules are data: this module only reads and checks them, so adding a pattern is
+an edit to a TOML file plus a test line. Every cause named anywhere must be a SPEC §6
+cause (`attribution.causes`); a catalogue that names another fails loudly at import.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from attribution.causes import CAUSE_CATEGORY
+
+CATALOGUE_DIR = Path(__file__).with_name("catalogue")
+SEVERITIES = ("info", "warning", "error", "critical")
+ACTIONS = ("evict", "restart", "replace", "rollback", "none")
+ROLES = ("root", "cascade")
+_WORD = re.compile(r"[A-Za-z0-9_]+")
+# The SPEC §1 kinds a log line can yield (job_*, checkpoint_*, maintenance, train_anomaly
+# and host_heartbeat come from the service and its clients, not from log text).
+LOG_KINDS = (
+    "gpu_xid", "gpu_ecc", "gpu_thermal", "nvlink_error", "nvswitch_error", "nic_link",
+    "nic_error", "pcie_aer", "nccl_timeout", "nccl_error", "host_mce", "host_mem_ecc",
+    "host_kernel", "host_oom", "host_disk", "host_power",
+)
+
+
+@dataclass(frozen=True)
+class CodeEntry:
+    """One XID or SXid code: what it is and what it means for a job."""
+
+    code: int
+    name: str
+    symbol: str
+    cause: str
+    severity: str
+    interrupts: bool
+    action: str
+    role: str
+    source: str
+
+    @property
+    def category(self) -> str:
+        return CAUSE_CATEGORY[self.cause]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One log pattern: words one of which must appear in the line, then a regex."""
+
+    id: str
+    kind: str
+    keywords: tuple[str, ...]
+    regex: re.Pattern[str]
+    severity: str
+    cause: str
+    role: str
+    source: str
+    example: str
+    attrs: dict[str, Any] = field(default_factory=dict)
+    codes: str | None = None  # "xid" / "sxid": severity, cause and role come from that table
+    component: str | None = None  # template over host and attrs, e.g. "{host}/{device}"
+    derive: dict[str, tuple[str, str]] = field(default_factory=dict)  # attr -> (map, from attr)
+    severity_from: tuple[str, str] | None = None  # (map, attr): the line's own word sets severity
+
+
+@dataclass(frozen=True)
+class Extractor:
+    """A secondary regex run on the message of events of some kinds, adding attrs."""
+
+    kinds: frozenset[str]
+    regex: re.Pattern[str]
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    xid: dict[int, CodeEntry]
+    sxid: dict[int, CodeEntry]
+    sxid_units: dict[int, dict[str, str]]
+    rules: tuple[Rule, ...]
+    extractors: tuple[Extractor, ...]
+    maps: dict[str, dict[str, str]]
+    int_attrs: frozenset[str]
+    null_values: frozenset[str]
+
+
+def _check(value: str, allowed: tuple[str, ...], what: str, where: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"{where}: {what} {value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _check_cause(cause: str, where: str) -> str:
+    if cause not in CAUSE_CATEGORY:
+        raise ValueError(f"{where}: cause {cause!r} is not a SPEC §6 cause")
+    return cause
+
+
+def _codes(path: Path, table: str) -> tuple[dict[int, CodeEntry], dict[str, Any]]:
+    data = tomllib.loads(path.read_text())
+    entries: dict[int, CodeEntry] = {}
+    for key, e in data[table].items():
+        where = f"{path.name} {table} {key}"
+        entries[int(key)] = CodeEntry(
+            code=int(key), name=e["name"], symbol=e["symbol"],
+            cause=_check_cause(e["cause"], where),
+            severity=_check(e["severity"], SEVERITIES, "severity", where),
+            interrupts=bool(e["interrupts"]),
+            action=_check(e["action"], ACTIONS, "action", where),
+            role=_check(e["role"], ROLES, "role", where),
+            source=e["source"],
+        )
+        if e["source"] not in data["sources"]:
+            raise ValueError(f"{where}: source {e['source']!r} is not in [sources]")
+    return entries, data
+
+
+def _compile(pattern: str, where: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"{where}: bad regex: {exc}") from exc
+
+
+def _rules(data: dict[str, Any], maps: dict[str, dict[str, str]]) -> tuple[Rule, ...]:
+    rules = []
+    seen: set[str] = set()
+    for r in data["rule"]:
+        where = f"patterns.toml rule {r.get('id')!r}"
+        if r["id"] in seen:
+            raise ValueError(f"{where}: duplicate id")
+        seen.add(r["id"])
+        regex = _compile(r["regex"], where)
+        keywords = (r["keyword"],) if isinstance(r["keyword"], str) else tuple(r["keyword"])
+        for keyword in keywords:
+            if not _WORD.fullmatch(keyword):
+                raise ValueError(f"{where}: keyword {keyword!r} is not a single word")
+        derive = {attr: (spec["map"], spec["from"]) for attr, spec in r.get("derive", {}).items()}
+        severity_from = None
+        if "severity_from" in r:
+            severity_from = (r["severity_from"]["map"], r["severity_from"]["from"])
+        for table, _ in [*derive.values(), *([severity_from] if severity_from else [])]:
+            if table not in maps:
+                raise ValueError(f"{where}: unknown map {table!r}")
+        if severity_from:
+            for sev in maps[severity_from[0]].values():
+                _check(sev, SEVERITIES, "severity", f"map {severity_from[0]}")
+        rules.append(Rule(
+            id=r["id"], kind=_check(r["kind"], LOG_KINDS, "kind", where), keywords=keywords,
+            regex=regex, severity=_check(r["severity"], SEVERITIES, "severity", where),
+            cause=_check_cause(r["cause"], where), role=_check(r["role"], ROLES, "role", where),
+            source=r["source"], example=r["example"], attrs=dict(r.get("attrs", {})),
+            codes=r.get("codes"),
+            component=r.get("component"), derive=derive, severity_from=severity_from,
+        ))
+    return tuple(rules)
+
+
+@cache
+def load() -> Catalogue:
+    """The shipped catalogue, read and validated once; callers may call this freely."""
+    return load_dir(CATALOGUE_DIR)
+
+
+def load_dir(directory: Path) -> Catalogue:
+    """Read and validate xid.toml, sxid.toml and patterns.toml from `directory`.
+
+    Raises ValueError naming the file and entry of the first bad value (a cause not in
+    SPEC §6, an unknown kind, severity, action, map or source, a bad regex).
+    """
+    xid, _ = _codes(directory / "xid.toml", "xid")
+    sxid, sxid_data = _codes(directory / "sxid.toml", "sxid")
+    units = {int(k): v for k, v in sxid_data["units"].items()}
+    for k, unit in units.items():
+        _check_cause(unit["cause"], f"sxid.toml units {k}")
+    data = tomllib.loads((directory / "patterns.toml").read_text())
+    maps = {name: dict(m) for name, m in data.get("maps", {}).items()}
+    extractors = tuple(
+        Extractor(kinds=frozenset(x["kinds"]),
+                  regex=_compile(x["regex"], f"patterns.toml extract {i}"))
+        for i, x in enumerate(data.get("extract", []))
+    )
+    return Catalogue(
+        xid=xid, sxid=sxid, sxid_units=units, rules=_rules(data, maps), extractors=extractors,
+        maps=maps, int_attrs=frozenset(data["types"]["int"]),
+        null_values=frozenset(data["types"]["null"]),
+    )
+
+
+def xid(code: int) -> CodeEntry | None:
+    """The catalogue entry for an XID code, or None for a code NVIDIA has not documented."""
+    return load().xid.get(code)
+
+
+def sxid(code: int) -> CodeEntry | None:
+    """The catalogue entry for an NVSwitch SXid code, or None when it is not listed."""
+    return load().sxid.get(code)
+
+
+def sxid_cause(code: int) -> str:
+    """The cause for any SXid: its own entry, else its unit's (the code's thousands)."""
+    entry = sxid(code)
+    if entry is not None:
+        return entry.cause
+    unit = load().sxid_units.get(code // 1000)
+    return unit["cause"] if unit else "nvswitch"

@@ -1,0 +1,216 @@
+"""Running the engine over the store: which window to re-analyse when events arrive, and
+how the engine's fresh answer is reconciled with the incidents already stored.
+
+The engine is pure (`attribution/engine.py`); this module is its I/O. Each pass takes the
+events committed since the last pass (by `events.seq`), widens their time span by the
+engine's reach and by every stored incident it touches, re-analyses that whole window
+from the store in event-time order, and upserts the result. Because a window is always
+analysed whole, a replay of a recorded stream and the live run converge on the same
+incidents, whatever order the events arrived in.
+"""
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import orjson
+import pyarrow as pa
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from attribution.cluster import ClusterSnapshot
+from attribution.engine import GAP, LONG_GAP, LOOKBACK, Draft, analyse
+from service import store
+from service.events.models import events
+from service.incidents.models import engine_state, incident_events, incidents
+
+log = logging.getLogger(__name__)
+
+# How far around new events the engine looks: a timeout reports a hang that began up to
+# its timeout earlier (30 min is PyTorch's largest common setting), plus grouping reach.
+MARGIN = timedelta(minutes=30) + LONG_GAP + LOOKBACK
+# New events of these kinds, or of these severities, can open or change an incident.
+DRIVING_KINDS = ("nccl_timeout", "nccl_error", "job_fail", "job_start", "job_restart", "job_end",
+                 "checkpoint_save", "maintenance", "host_heartbeat", "train_anomaly")
+DRIVING_SEVERITIES = ("error", "critical")
+
+
+def _naive(value: datetime) -> datetime:
+    return value.astimezone(UTC).replace(tzinfo=None)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    return None if value is None else value.replace(tzinfo=UTC)
+
+
+def _last_seq(conn: Connection) -> int:
+    value = conn.execute(sa.select(engine_state.c.last_seq).where(engine_state.c.name == "incidents")).scalar()
+    return value or 0
+
+
+def _save_seq(conn: Connection, seq: int) -> None:
+    if conn.execute(engine_state.update().where(engine_state.c.name == "incidents").values(last_seq=seq)).rowcount == 0:
+        conn.execute(engine_state.insert().values(name="incidents", last_seq=seq))
+
+
+def _load_events(conn: Connection, low: datetime, high: datetime) -> list[dict]:
+    """Every event of a window, oldest first, as the engine reads them."""
+    query = (
+        sa.select(events.c.id, events.c.time, events.c.host, events.c.kind, events.c.component,
+                  events.c.severity, events.c.job, events.c.rank, events.c.attrs, events.c.message)
+        .where(events.c.time >= low, events.c.time <= high)
+        .order_by(events.c.time, events.c.id)
+    )
+    loaded = []
+    for row in conn.execute(query):
+        attrs = row.attrs
+        loaded.append({
+            "id": row.id, "time": row.time.replace(tzinfo=UTC), "host": row.host, "kind": row.kind,
+            "component": row.component, "severity": row.severity, "job": row.job, "rank": row.rank,
+            "attrs": orjson.loads(attrs) if isinstance(attrs, str | bytes) else (attrs or {}),
+            "message": row.message,
+        })
+    return loaded
+
+
+def _overlapping(conn: Connection, low: datetime, high: datetime) -> list[sa.Row]:
+    return conn.execute(
+        sa.select(incidents).where(incidents.c.start <= high + LONG_GAP, incidents.c.last >= low - LONG_GAP)
+        .order_by(incidents.c.number)
+    ).fetchall()
+
+
+def _values(draft: Draft, stored: sa.Row | None) -> dict:
+    """The columns the engine owns; on-call's confirmation, status and notes are kept."""
+    interruption = draft.interruption
+    end = interruption["end"]
+    values = {
+        "scope": draft.scope,
+        "job": draft.job,
+        "opened": _naive(min(item.time for item in draft.members)),
+        "updated": _naive(datetime.now(UTC)),
+        "start": _naive(draft.start),
+        "last": _naive(draft.last),
+        "symptoms": draft.symptoms,
+        "hosts": draft.hosts,
+        "planned": draft.planned,
+        "root_cause": draft.root_cause,
+        "candidates": draft.candidates,
+        "action": draft.action,
+        "gpus": interruption["gpus"],
+        "gpu_hours_lost": interruption["gpu_hours_lost"],
+        "failed_at": _naive(interruption["start"]),
+        "interruption_end": _naive(end) if end else None,
+    }
+    confirmed = orjson.loads(stored.confirmed) if stored is not None and isinstance(stored.confirmed, str) else (
+        stored.confirmed if stored is not None else None)
+    values["cause"] = (confirmed or {}).get("cause") or draft.root_cause["cause"]
+    values["category"] = (confirmed or {}).get("category") or draft.root_cause["category"]
+    if stored is None or not stored.status_set_by_oncall:
+        values["status"] = "resolved" if end else "open"
+        values["closed"] = values["interruption_end"]
+    return values
+
+
+def _replace_members(conn: Connection, incident_id: str, event_ids: list[str]) -> None:
+    conn.execute(incident_events.delete().where(incident_events.c.incident_id == incident_id))
+    store.append(conn, incident_events, pa.table({"incident_id": [incident_id] * len(event_ids), "event_id": event_ids}))
+
+
+def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row]) -> dict[str, int]:
+    """Upsert the engine's incidents of a window over the stored ones it overlaps."""
+    unmatched = list(stored)
+    opened = updated = 0
+    next_number = (conn.execute(sa.select(sa.func.max(incidents.c.number))).scalar() or 0) + 1
+    for draft in sorted(drafts, key=lambda d: (d.start, d.scope)):
+        match = next((row for row in unmatched if row.scope == draft.scope
+                      and _aware(row.start) <= draft.last + GAP and _aware(row.last) >= draft.start - GAP), None)
+        values = _values(draft, match)
+        if match is not None:
+            unmatched.remove(match)
+            incident_id = match.id
+            conn.execute(incidents.update().where(incidents.c.id == incident_id).values(**values))
+            updated += 1
+        else:
+            incident_id = f"inc-{next_number:06d}"
+            conn.execute(incidents.insert().values(
+                id=incident_id, number=next_number, status_set_by_oncall=False, confirmed=None, notes=[], **values))
+            next_number += 1
+            opened += 1
+        _replace_members(conn, incident_id, draft.event_ids)
+    removed = 0
+    for row in unmatched:  # merged into another or no longer an interruption
+        if row.confirmed is None and not row.status_set_by_oncall:
+            conn.execute(incidents.delete().where(incidents.c.id == row.id))
+            conn.execute(incident_events.delete().where(incident_events.c.incident_id == row.id))
+            removed += 1
+    return {"opened": opened, "updated": updated, "removed": removed}
+
+
+def analyze_pending(engine: Engine, cluster: ClusterSnapshot) -> dict[str, int]:
+    """One engine pass over everything committed since the last pass."""
+    with engine.connect() as conn:
+        last = _last_seq(conn)
+        driving = sa.or_(events.c.kind.in_(DRIVING_KINDS), events.c.severity.in_(DRIVING_SEVERITIES))
+        low, high, top, relevant, count = conn.execute(
+            sa.select(sa.func.min(events.c.time), sa.func.max(events.c.time), sa.func.max(events.c.seq),
+                      sa.func.sum(sa.case((driving, 1), else_=0)), sa.func.count())
+            .where(events.c.seq > last)
+        ).one()
+        result = {"events": count or 0, "opened": 0, "updated": 0, "removed": 0}
+        if top is None:
+            return result
+        low, high = low - MARGIN, high + MARGIN
+        touching = _overlapping(conn, low, high)
+        if relevant or touching:
+            for row in touching:
+                low, high = min(low, row.start - MARGIN), max(high, row.last + MARGIN)
+            drafts = analyse(_load_events(conn, low, high), cluster)
+            result |= reconcile(conn, drafts, _overlapping(conn, low, high))
+        _save_seq(conn, top)
+        conn.commit()
+        return result
+
+
+class IncidentRunner:
+    """Runs `analyze_pending` in the background after commits, and on demand."""
+
+    def __init__(self, engine: Engine, cluster: Callable[[], ClusterSnapshot], *, interval: float = 1.0) -> None:
+        self._engine = engine
+        self._cluster = cluster
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self.last_duration = 0.0
+        self._thread = threading.Thread(target=self._loop, name="faultgraph-engine", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def run_once(self) -> dict[str, int]:
+        """Analyse everything committed so far; callers wait for the pass to finish."""
+        with self._lock:
+            started = time.perf_counter()
+            result = analyze_pending(self._engine, self._cluster())
+            self.last_duration = time.perf_counter() - started
+            return result
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self._interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self.run_once()
+            except Exception:
+                log.exception("incident analysis pass failed; retrying on the next pass")

@@ -1,0 +1,91 @@
+"""Incidents: the stored shape of one interruption and the bodies on-call sends about it."""
+
+from typing import Literal
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sqlalchemy.dialects.postgresql import JSONB
+
+from attribution.causes import CATEGORIES, CAUSE_CATEGORY
+from service.store import metadata
+
+Json = sa.JSON().with_variant(JSONB(), "postgresql")
+
+incidents = sa.Table(
+    "incidents",
+    metadata,
+    sa.Column("id", sa.String, primary_key=True),
+    sa.Column("number", sa.Integer, nullable=False, unique=True),
+    sa.Column("scope", sa.String, nullable=False),  # "job:<id>" or "host:<name>"
+    sa.Column("job", sa.String),
+    sa.Column("status", sa.String, nullable=False),
+    sa.Column("status_set_by_oncall", sa.Boolean, nullable=False, default=False),
+    sa.Column("opened", sa.DateTime, nullable=False),
+    sa.Column("closed", sa.DateTime),
+    sa.Column("updated", sa.DateTime, nullable=False),
+    # The engine's grouping span (effective times), used to match re-analysed incidents.
+    sa.Column("start", sa.DateTime, nullable=False),
+    sa.Column("last", sa.DateTime, nullable=False),
+    sa.Column("symptoms", sa.Integer, nullable=False),
+    sa.Column("hosts", sa.Integer, nullable=False),
+    sa.Column("planned", sa.Boolean, nullable=False),
+    # The engine's answer, and what on-call confirmed or overrode (statistics prefer it).
+    sa.Column("root_cause", Json, nullable=False),
+    sa.Column("confirmed", Json),
+    sa.Column("category", sa.String, nullable=False),  # effective: confirmed, else engine's
+    sa.Column("cause", sa.String, nullable=False),
+    sa.Column("candidates", Json, nullable=False),
+    sa.Column("action", Json, nullable=False),
+    sa.Column("gpus", sa.Integer, nullable=False),
+    sa.Column("gpu_hours_lost", sa.Float, nullable=False),
+    sa.Column("failed_at", sa.DateTime, nullable=False),  # the interruption's start
+    sa.Column("interruption_end", sa.DateTime),
+    sa.Column("notes", Json, nullable=False),
+)
+
+# Member and evidence events of each incident, for its timeline.
+incident_events = sa.Table(
+    "incident_events",
+    metadata,
+    sa.Column("incident_id", sa.String, nullable=False, index=True),
+    sa.Column("event_id", sa.String, nullable=False),
+)
+
+# Where the engine has got to in the event stream (events.seq), so it resumes after restart.
+engine_state = sa.Table(
+    "engine_state",
+    metadata,
+    sa.Column("name", sa.String, primary_key=True),
+    sa.Column("last_seq", sa.BigInteger, nullable=False),
+)
+
+STATUSES = ("open", "acknowledged", "resolved")
+Cause = Literal[tuple(CAUSE_CATEGORY)]  # type: ignore[valid-type]
+Category = Literal[CATEGORIES]  # type: ignore[valid-type]
+
+
+class RootCauseOverride(BaseModel):
+    """On-call's word on the root cause; a cause implies its category."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    component: str | None = Field(default=None, max_length=512)
+    category: Category | None = None
+    cause: Cause | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "RootCauseOverride":
+        if self.cause and self.category and CAUSE_CATEGORY[self.cause] != self.category:
+            raise ValueError(f"cause {self.cause} belongs to category {CAUSE_CATEGORY[self.cause]}, not {self.category}")
+        if self.cause and not self.category:
+            self.category = CAUSE_CATEGORY[self.cause]
+        return self
+
+
+class IncidentPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    root_cause: RootCauseOverride | None = None
+    status: Literal[STATUSES] | None = None  # type: ignore[valid-type]
+    note: str | None = Field(default=None, max_length=10_000)
+    author: str | None = Field(default=None, max_length=256)

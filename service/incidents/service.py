@@ -1,0 +1,133 @@
+"""Incidents: read, list, page, and apply on-call's confirmations."""
+
+import base64
+from datetime import UTC, datetime
+
+import orjson
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from service.events import service as events_service
+from service.events.models import events
+from service.incidents.models import IncidentPatch, incident_events, incidents
+
+
+def _utc(value: datetime | None) -> str | None:
+    return events_service.format_time(value)
+
+
+def _json(value):
+    return orjson.loads(value) if isinstance(value, str | bytes) else value
+
+
+def row_to_incident(row: sa.Row) -> dict:
+    """A stored row → the SPEC §5 shape (plus scope, planned, confirmed and notes)."""
+    root_cause = dict(_json(row.root_cause))
+    confirmed = _json(row.confirmed)
+    if confirmed:
+        root_cause.update({k: v for k, v in confirmed.items() if v is not None and k in ("component", "category", "cause")})
+        root_cause["confirmed"] = True
+    return {
+        "id": row.id,
+        "status": row.status,
+        "opened": _utc(row.opened),
+        "closed": _utc(row.closed),
+        "updated": _utc(row.updated),
+        "job": row.job,
+        "scope": row.scope,
+        "planned": row.planned,
+        "symptoms": row.symptoms,
+        "hosts": row.hosts,
+        "root_cause": root_cause,
+        "engine_root_cause": _json(row.root_cause) if confirmed else None,
+        "candidates": _json(row.candidates),
+        "action": _json(row.action),
+        "interruption": {
+            "start": _utc(row.failed_at),
+            "end": _utc(row.interruption_end),
+            "gpus": row.gpus,
+            "gpu_hours_lost": row.gpu_hours_lost,
+        },
+        "notes": _json(row.notes),
+    }
+
+
+def get(conn: Connection, *, incident_id: str) -> dict | None:
+    """One incident by id."""
+    row = conn.execute(sa.select(incidents).where(incidents.c.id == incident_id)).first()
+    return row_to_incident(row) if row else None
+
+
+def _naive(value: datetime) -> datetime:
+    return value.astimezone(UTC).replace(tzinfo=None)
+
+
+def get_all(
+    conn: Connection,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    status: str | None = None,
+    category: str | None = None,
+    job: str | None = None,
+    limit: int = 100,
+    cursor: str | None = None,
+) -> tuple[list[dict], str | None]:
+    """Incidents newest first, filtered, one page at a time."""
+    query = sa.select(incidents)
+    if since:
+        query = query.where(incidents.c.start >= _naive(since))
+    if until:
+        query = query.where(incidents.c.start < _naive(until))
+    if status:
+        query = query.where(incidents.c.status == status)
+    if category:
+        query = query.where(incidents.c.category == category)
+    if job:
+        query = query.where(incidents.c.job == job)
+    if cursor:
+        try:
+            after = int(orjson.loads(base64.urlsafe_b64decode(cursor.encode())))
+        except Exception:
+            raise ValueError("cursor is not one this server returned") from None
+        query = query.where(incidents.c.number < after)
+    rows = conn.execute(query.order_by(incidents.c.number.desc()).limit(limit + 1)).fetchall()
+    page = rows[:limit]
+    following = base64.urlsafe_b64encode(orjson.dumps(page[-1].number)).decode() if len(rows) > limit else None
+    return [row_to_incident(row) for row in page], following
+
+
+def timeline(conn: Connection, *, incident_id: str, limit: int) -> list[dict]:
+    """The incident's member and evidence events in time order."""
+    query = (
+        sa.select(events)
+        .join(incident_events, incident_events.c.event_id == events.c.id)
+        .where(incident_events.c.incident_id == incident_id)
+        .order_by(events.c.time, events.c.id)
+        .limit(limit)
+    )
+    return [events_service.row_to_event(row) for row in conn.execute(query)]
+
+
+def update(conn: Connection, *, incident_id: str, patch: IncidentPatch, now: datetime) -> dict | None:
+    """Apply on-call's confirmation, override, status or note; None when there is no such incident."""
+    row = conn.execute(sa.select(incidents).where(incidents.c.id == incident_id)).first()
+    if row is None:
+        return None
+    values: dict = {"updated": _naive(now)}
+    if patch.root_cause is not None:
+        confirmed = patch.root_cause.model_dump()
+        engine_cause = _json(row.root_cause)
+        values["confirmed"] = confirmed
+        values["cause"] = confirmed["cause"] or engine_cause["cause"]
+        values["category"] = confirmed["category"] or engine_cause["category"]
+    if patch.status is not None:
+        values["status"] = patch.status
+        values["status_set_by_oncall"] = True
+        values["closed"] = _naive(now) if patch.status == "resolved" else None
+    if patch.note:
+        notes = list(_json(row.notes) or [])
+        notes.append({"time": events_service.format_time(_naive(now)), "author": patch.author, "text": patch.note})
+        values["notes"] = notes
+    conn.execute(incidents.update().where(incidents.c.id == incident_id).values(**values))
+    return get(conn, incident_id=incident_id)

@@ -1,0 +1,75 @@
+"""Routes for incidents: list, one, timeline, on-call's PATCH, and `POST /v1/analyze`."""
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from starlette.concurrency import run_in_threadpool
+
+from attribution.causes import CATEGORIES
+from service.http import parse_time
+from service.incidents import service
+from service.incidents.models import STATUSES, IncidentPatch
+
+router = APIRouter(prefix="/v1", tags=["incidents"])
+
+
+@router.get("/incidents")
+def list_incidents(
+    request: Request,
+    since: str | None = None,
+    until: str | None = None,
+    status: str | None = None,
+    category: str | None = None,
+    job: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: str | None = None,
+) -> dict:
+    """Incidents, newest first; `since`/`until` bound the interruption's start."""
+    if status and status not in STATUSES:
+        raise HTTPException(400, f"status: expected one of {', '.join(STATUSES)}")
+    if category and category not in CATEGORIES:
+        raise HTTPException(400, f"category: expected one of {', '.join(CATEGORIES)}")
+    try:
+        with request.app.state.engine.connect() as conn:
+            page, following = service.get_all(
+                conn, since=parse_time(since, "since"), until=parse_time(until, "until"),
+                status=status, category=category, job=job, limit=limit, cursor=cursor,
+            )
+    except ValueError as exc:
+        raise HTTPException(400, f"cursor: {exc}") from None
+    return {"incidents": page, "next": following}
+
+
+@router.get("/incidents/{incident_id}")
+def get_incident(request: Request, incident_id: str) -> dict:
+    with request.app.state.engine.connect() as conn:
+        incident = service.get(conn, incident_id=incident_id)
+    if incident is None:
+        raise HTTPException(404, f"no incident {incident_id!r}")
+    return incident
+
+
+@router.get("/incidents/{incident_id}/timeline")
+def get_timeline(request: Request, incident_id: str, limit: Annotated[int, Query(ge=1, le=100_000)] = 50_000) -> dict:
+    """The incident's member and evidence events in time order."""
+    with request.app.state.engine.connect() as conn:
+        if service.get(conn, incident_id=incident_id) is None:
+            raise HTTPException(404, f"no incident {incident_id!r}")
+        return {"incident": incident_id, "events": service.timeline(conn, incident_id=incident_id, limit=limit)}
+
+
+@router.patch("/incidents/{incident_id}")
+def patch_incident(request: Request, incident_id: str, patch: IncidentPatch) -> dict:
+    """On-call confirms or overrides the root cause, sets the status, or adds a note."""
+    with request.app.state.engine.begin() as conn:
+        incident = service.update(conn, incident_id=incident_id, patch=patch, now=datetime.now(UTC))
+    if incident is None:
+        raise HTTPException(404, f"no incident {incident_id!r}")
+    return incident
+
+
+@router.post("/analyze")
+async def analyze(request: Request) -> dict:
+    """Process everything received so far; answers when the pass is done."""
+    return await run_in_threadpool(request.app.state.runner.run_once)

@@ -1,0 +1,100 @@
+"""The catalogues as data: complete, consistent with SPEC §6, and every rule alive."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from attribution.causes import CAUSE_CATEGORY
+from ingest import catalogue
+from ingest.parse import parse_line
+
+CAT = catalogue.load()
+
+
+def test_xid_catalogue_covers_the_documented_codes() -> None:
+    assert len(CAT.xid) >= 60
+    assert set(range(1, 162)) <= set(CAT.xid)  # NVIDIA's table, 1..161, without gaps
+    for entry in CAT.xid.values():
+        assert entry.cause in CAUSE_CATEGORY
+        assert entry.severity in catalogue.SEVERITIES and entry.action in catalogue.ACTIONS
+        assert entry.name and entry.symbol and entry.source in ("nvidia-xid",)
+
+
+@pytest.mark.parametrize(("code", "cause", "category", "interrupts", "action"), [
+    (48, "gpu_hbm", "gpu", True, "evict"),
+    (79, "gpu_fell_off_bus", "gpu", True, "evict"),
+    (74, "nvlink", "gpu", True, "evict"),
+    (149, "nvlink", "gpu", True, "evict"),
+    (119, "gpu_system_processor", "gpu", True, "evict"),
+    (13, "software_bug", "software", True, "restart"),
+    (63, "gpu_hbm", "gpu", False, "none"),
+    (54, "power_supply", "host", True, "evict"),
+])
+def test_key_xid_mappings(code: int, cause: str, category: str, interrupts: bool, action: str) -> None:
+    entry = catalogue.xid(code)
+    assert entry is not None
+    assert (entry.cause, entry.category, entry.interrupts, entry.action) == (
+        cause, category, interrupts, action)
+
+
+def test_consequence_xids_are_cascades() -> None:
+    for code in (45, 154):
+        entry = catalogue.xid(code)
+        assert entry is not None and entry.role == "cascade"
+    assert catalogue.xid(79).role == "root"  # type: ignore[union-attr]
+    assert catalogue.xid(10_000) is None
+
+
+def test_sxid_catalogue() -> None:
+    for code in (12028, 20009, 24007, 26008, 28006):  # those in the shared corpus
+        assert catalogue.sxid(code) is not None
+    assert catalogue.sxid_cause(20009) == "nvlink"
+    assert catalogue.sxid_cause(26001) == "nvswitch"
+    assert catalogue.sxid_cause(19999) == "nvlink"  # not listed: its unit (NVLTLC) decides
+    assert catalogue.sxid_cause(99999) == "nvswitch"
+    for unit in CAT.sxid_units.values():
+        assert unit["cause"] in CAUSE_CATEGORY
+
+
+def test_rules_are_well_formed() -> None:
+    ids = [r.id for r in CAT.rules]
+    assert len(ids) == len(set(ids))
+    for rule in CAT.rules:
+        assert rule.kind in catalogue.LOG_KINDS and rule.cause in CAUSE_CATEGORY
+        assert rule.source and rule.example
+
+
+@pytest.mark.parametrize("rule", CAT.rules, ids=lambda r: r.id)
+def test_every_rule_parses_its_own_example(rule: catalogue.Rule) -> None:
+    """Each rule is reachable: no earlier rule shadows it on its own example line."""
+    event = parse_line(rule.example, host="node0042")
+    assert event is not None, f"{rule.id}: example matched nothing"
+    assert event["attrs"]["rule"] == rule.id
+    assert event["kind"] == rule.kind
+
+
+def _copy(tmp_path: Path) -> Path:
+    for name in ("xid.toml", "sxid.toml", "patterns.toml"):
+        shutil.copy(catalogue.CATALOGUE_DIR / name, tmp_path / name)
+    return tmp_path
+
+
+@pytest.mark.parametrize(("name", "old", "new", "message"), [
+    ("xid.toml", 'cause = "gpu_fell_off_bus"', 'cause = "cosmic_rays"', "not a SPEC §6 cause"),
+    ("xid.toml", 'action = "evict"', 'action = "pray"', "action"),
+    ("sxid.toml", 'cause = "nvlink"}', 'cause = "gremlins"}', "not a SPEC §6 cause"),
+    ("patterns.toml", 'cause = "ssd"', 'cause = "disk"', "not a SPEC §6 cause"),
+    ("patterns.toml", 'kind = "host_oom"', 'kind = "host_sadness"', "kind"),
+    ("patterns.toml", 'keyword = "EDAC"', 'keyword = "EDAC MC"', "single word"),
+    ("patterns.toml", 'map = "edac_type"', 'map = "nope"', "unknown map"),
+])
+def test_bad_catalogue_is_rejected(tmp_path: Path, name: str, old: str, new: str, message: str) -> None:
+    directory = _copy(tmp_path)
+    text = (directory / name).read_text()
+    assert old in text
+    (directory / name).write_text(text.replace(old, new, 1))
+    with pytest.raises(ValueError, match=message):
+        catalogue.load_dir(directory)
