@@ -35,10 +35,11 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "service.cli", *args], capture_output=True, text=True, timeout=120)
 
 
-def read_back(db_url: str) -> list[dict]:
+def read_back(db_url: str) -> dict[str, list[dict]]:
+    """What a client sees: every event and every incident."""
     server = start_server(db_url)
     try:
-        return server.client.get("/v1/events").json()["events"]
+        return {name: server.client.get(f"/v1/{name}").json()[name] for name in ("events", "incidents")}
     finally:
         server.stop()
 
@@ -58,13 +59,14 @@ def fill_directly(db_url: str, events_: list[dict], first_seq: int = 1) -> None:
         engine.dispose()
 
 
-def fill(db_url: str, events_: list[dict]) -> list[dict]:
+def fill(db_url: str, events_: list[dict]) -> dict[str, list[dict]]:
     server = start_server(db_url)
     try:
         assert server.client.post("/v1/events", json=events_).json()["accepted"] == len(events_)
-        return server.client.get("/v1/events").json()["events"]
+        server.client.post("/v1/analyze").raise_for_status()  # incidents exist before the export
     finally:
         server.stop()
+    return read_back(db_url)
 
 
 @pytest.fixture
@@ -78,8 +80,9 @@ def other_db_url(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-def test_round_trip_to_duckdb_keeps_every_event(db_url, tmp_path):
+def test_round_trip_to_duckdb_keeps_every_event_and_incident(db_url, tmp_path):
     original = fill(db_url, batch())
+    assert original["incidents"], "the batch should have opened incidents (XID 79, an NCCL timeout)"
     exported = cli("export", str(tmp_path / "dump"), "--db", db_url)
     assert exported.returncode == 0, exported.stderr
     manifest = json.loads((tmp_path / "dump" / "manifest.json").read_text())
@@ -87,7 +90,7 @@ def test_round_trip_to_duckdb_keeps_every_event(db_url, tmp_path):
     target = f"duckdb:///{tmp_path / 'target.duckdb'}"
     imported = cli("import", str(tmp_path / "dump"), "--db", target)
     assert imported.returncode == 0, imported.stderr
-    assert "imported 3 rows" in imported.stdout
+    assert "events                              3 rows" in imported.stdout
     assert read_back(target) == original
 
 
@@ -120,8 +123,10 @@ def test_import_is_idempotent_and_lands_after_existing_events(db_url, other_db_u
     fill_directly(other_db_url, [{"id": f"own{i}", "time": T0, "host": "h", "kind": "job_start"} for i in range(5)])
     target = store.make_engine(other_db_url)
     try:
-        assert transfer.import_all(target, tmp_path / "dump") == {"events": 3}
-        assert transfer.import_all(target, tmp_path / "dump") == {"events": 0}
+        first = transfer.import_all(target, tmp_path / "dump")
+        assert first["events"] == 3
+        again = transfer.import_all(target, tmp_path / "dump")
+        assert set(again) == set(first) and not any(again.values())
         with target.connect() as conn:
             seq = dict(conn.execute(sa.select(events.c.id, events.c.seq)).all())
     finally:
