@@ -35,9 +35,10 @@ class SchemaVersionError(RuntimeError):
 # PostgreSQL only: DuckDB scans its columnar blocks with zone maps, and indexes there slow
 # ingest; a row store needs them for time-window reads. (time) and not (time, id): the
 # API pages by (time, id), which PostgreSQL serves from (time) by incremental sort, and the
-# narrower index is cheaper to maintain at ingest.
+# narrower index is cheaper to maintain at ingest. (seq): the incident engine reads "every
+# event after seq N" after each commit, which is a full scan without it.
 POSTGRES_INDEXES: dict[str, tuple[tuple[str, ...], ...]] = {
-    "events": (("time",), ("host", "time"), ("job", "time")),
+    "events": (("time",), ("host", "time"), ("job", "time"), ("seq",)),
 }
 
 # Any two faultgraph processes creating the schema at once on one PostgreSQL take turns.
