@@ -10,6 +10,7 @@ from typing import Annotated
 
 import httpx
 import orjson
+import sqlalchemy as sa
 import typer
 import uvicorn
 from rich.console import Console
@@ -18,7 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from attribution.generators import LAYOUTS
-from service import client, store
+from service import client, store, transfer
 from service.app import create_app
 from service.auth import service as tokens
 from service.client import JsonOption, TokenOption, UrlOption
@@ -137,6 +138,45 @@ def token_revoke(
         typer.echo(f"no live token has id {token_id}", err=True)
         raise typer.Exit(1)
     typer.echo(f"revoked {token_id}", err=True)
+
+
+
+DirArgument = Annotated[Path, typer.Argument(help="Directory of the export (Parquet files and manifest.json).")]
+
+
+def _print_counts(verb: str, counts: dict[str, int], where: str) -> None:
+    for name, rows in counts.items():
+        typer.echo(f"{name:<24} {rows:>12,} rows")
+    typer.echo(f"{verb} {sum(counts.values()):,} rows in {len(counts)} tables {where}")
+
+
+@app.command("export")
+def export_command(directory: DirArgument, db: DbOption = None) -> None:
+    """Write every table to Parquet files (one consistent snapshot), to move to another store."""
+    settings = Settings(db_url=db) if db else Settings()
+    engine = store.make_engine(settings.db_url)
+    try:
+        store.init_schema(engine)
+        counts = transfer.export_all(engine, directory)
+    finally:
+        engine.dispose()
+    _print_counts("exported", counts, f"to {directory}")
+
+
+@app.command("import")
+def import_command(directory: DirArgument, db: DbOption = None) -> None:
+    """Load an export into a store (stop the service first); rows already there are skipped."""
+    settings = Settings(db_url=db) if db else Settings()
+    engine = store.make_engine(settings.db_url)
+    try:
+        counts = transfer.import_all(engine, directory)
+    except ValueError as exc:
+        typer.echo(f"faultgraph import: {exc}", err=True)
+        raise typer.Exit(2) from None
+    finally:
+        engine.dispose()
+    where = sa.engine.make_url(settings.db_url).render_as_string(hide_password=True)
+    _print_counts("imported", counts, f"into {where} (rows already there are not counted)")
 
 
 @app.command()
