@@ -8,16 +8,37 @@ import importlib
 import importlib.util
 import io
 import pkgutil
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection, Engine
 
 metadata = sa.MetaData()
+
+# JSON columns: JSONB on PostgreSQL, DuckDB's JSON elsewhere.
+JSON = sa.JSON().with_variant(JSONB(), "postgresql")
+
+
+def to_db_time(value: datetime) -> datetime:
+    """Times are stored as naive UTC on every backend."""
+    return value.astimezone(UTC).replace(tzinfo=None)
+
+
+def from_db_time(value: datetime | None) -> datetime | None:
+    """A stored naive-UTC time back to an aware one."""
+    return None if value is None else value.replace(tzinfo=UTC)
+
+
+def json_value(value: Any) -> Any:
+    """A JSON column's value: some drivers hand back the text, others the parsed value."""
+    return orjson.loads(value) if isinstance(value, str | bytes) else value
 
 SCHEMA_VERSION = 1
 

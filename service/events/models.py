@@ -18,10 +18,9 @@ from pydantic import (
     StringConstraints,
     TypeAdapter,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 from typing_extensions import NotRequired, TypedDict
 
-from service.store import metadata
+from service.store import JSON, metadata
 
 events = sa.Table(
     "events",
@@ -37,7 +36,7 @@ events = sa.Table(
     sa.Column("job", sa.String),
     sa.Column("rank", sa.Integer),
     sa.Column("message", sa.String),
-    sa.Column("attrs", sa.JSON().with_variant(JSONB(), "postgresql")),
+    sa.Column("attrs", JSON),
 )
 
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
