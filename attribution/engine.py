@@ -195,10 +195,14 @@ def _combine(votes: Sequence[Vote]) -> dict[str, dict]:
             entry["causes"][vote.cause] += vote.score
     # A host blamed as a whole yields to a part of it that has its own evidence: the
     # part is the more precise root (a dead GPU silences its host's ranks too).
+    parts_of: dict[str, list[str]] = defaultdict(list)
+    for component, entry in totals.items():
+        if "/" in component and "~" not in component and "hardware" in entry["rules"]:
+            parts_of[component.split("/", 1)[0]].append(component)
     for component in sorted(totals, key=lambda c: -totals[c]["score"]):
-        if "/" in component or "~" in component or component not in totals:
+        if "/" in component or "~" in component:
             continue
-        parts = [c for c in totals if c.startswith(component + "/") and "hardware" in totals[c]["rules"]]
+        parts = parts_of.get(component)
         if parts:
             best = max(parts, key=lambda c: totals[c]["score"])
             if totals[best]["score"] >= 0.25 * totals[component]["score"]:

@@ -42,10 +42,15 @@ START = datetime(2026, 11, 28, tzinfo=UTC)
 SPAN_HOURS = 24
 
 
-def make_event(i: int, rng: random.Random) -> dict:
-    """A realistic mix: mostly NIC counters and NCCL symptoms, some XIDs and host events."""
+def make_event(i: int, rng: random.Random, total: int) -> dict:
+    """A realistic mix: mostly NIC counters and NCCL symptoms, some XIDs and host events.
+
+    Times advance with the stream (spread over SPAN_HOURS, a minute of jitter), as a live
+    cluster's do: what arrives together happened together.
+    """
     host = f"node{rng.randrange(2048):04d}"
-    when = (START + timedelta(seconds=rng.random() * SPAN_HOURS * 3600)).isoformat()
+    offset = i / total * SPAN_HOURS * 3600 + rng.uniform(-60, 60)
+    when = (START + timedelta(seconds=max(0.0, offset))).isoformat()
     roll = rng.random()
     if roll < 0.4:
         kind, attrs = "nic_error", {"device": f"mlx5_{rng.randrange(8)}", "port": 1, "counter": "symbol_error", "count": rng.randrange(100)}
@@ -61,7 +66,7 @@ def make_event(i: int, rng: random.Random) -> dict:
 
 def payloads(total: int, batch: int) -> list[bytes]:
     rng = random.Random(7)
-    return [orjson.dumps([make_event(i + j, rng) for j in range(batch)]) for i in range(0, total, batch)]
+    return [orjson.dumps([make_event(i + j, rng, total) for j in range(batch)]) for i in range(0, total, batch)]
 
 
 async def post_all(url: str, bodies: list[bytes], concurrency: int) -> tuple[float, int]:
