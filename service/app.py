@@ -4,12 +4,14 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
 
-from service import store
+from service import alerts, metrics, store
 from service.config import Settings
 from service.events import views as events_views
 from attribution.cluster import ClusterSnapshot
@@ -19,6 +21,7 @@ from service.incidents.flows import IncidentRunner
 from service.writer import GroupWriter
 
 log = logging.getLogger("faultgraph")
+WEB_DIR = Path(__file__).resolve().parent / "web"
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -38,10 +41,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             max_group_rows=settings.group_commit_rows,
         )
         app.state.runner = IncidentRunner(engine, lambda: app.state.cluster)
+        app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_env(), metrics=app.state.metrics)
+
+        def after_pass(result: dict[str, int], seconds: float) -> None:
+            app.state.metrics.observe_pass(result, seconds)
+            app.state.alerts.wake()
+
+        app.state.runner.after_pass = after_pass
         try:
             yield
         finally:
             app.state.runner.close()
+            app.state.alerts.close()
             app.state.writer.close()
             engine.dispose()
 
@@ -52,6 +63,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.cluster = ClusterSnapshot()
     app.include_router(events_views.router)
     app.include_router(incidents_views.router)
+    metrics.install(app, metrics.Metrics())
+    app.mount("/ui", StaticFiles(directory=WEB_DIR, html=True), name="ui")
+
+    @app.get("/", include_in_schema=False)
+    def home() -> RedirectResponse:
+        return RedirectResponse("/ui/")
 
     @app.get("/healthz", tags=["health"])
     def healthz(request: Request) -> dict:

@@ -1,0 +1,167 @@
+"""The web UI in a real headless browser (Debian's chromium driven by Playwright) against a
+live server holding a small resolved incident and an open 16,384-rank one. Screenshots go
+to test-artifacts/ for a human to look at."""
+
+import os
+import shutil
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from conftest import Server, start_server
+from test_incidents_api import T0, gpu_falls_off
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+# Outside CI a machine without the browser skips these; in CI its absence is a failure.
+if not Path(CHROMIUM).exists():
+    if os.environ.get("CI"):
+        raise RuntimeError("CI needs Debian's chromium for the browser tests: apt-get install -y chromium")
+    pytest.skip("chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
+try:
+    from playwright import sync_api
+except ImportError:
+    if os.environ.get("CI"):
+        raise
+    pytest.skip("playwright is not installed (pip install '.[test]')", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """A server with two incidents: 8 hosts (resolved) and 2,048 hosts / 16,384 ranks (open)."""
+    server: Server = start_server(f"duckdb:///{tmp_path_factory.mktemp('web') / 'web.duckdb'}")
+    small = gpu_falls_off("llama-small", "node0042", hosts=8)
+    big = [e for e in gpu_falls_off("llama-405b", "node1234", hosts=2048, at=T0 + timedelta(hours=2), first=0)
+           if e["kind"] != "job_restart"]  # no restart yet: still open
+    for batch in (small, big):
+        assert server.client.post("/v1/events", json=batch).json()["rejected"] == []
+    server.client.post("/v1/analyze")
+    incidents = {i["job"]: i for i in server.client.get("/v1/incidents").json()["incidents"]}
+    assert incidents["llama-405b"]["symptoms"] == 16383 and incidents["llama-405b"]["status"] == "open"
+    yield {"server": server, "small": incidents["llama-small"], "big": incidents["llama-405b"]}
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.errors = errors
+    yield page
+    context.close()
+    assert not errors, f"JavaScript errors: {errors}"
+
+
+def open_page(page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_selector("body[data-ready=true]", timeout=30_000)
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def test_incidents_page_lists_open_first(live, page):
+    open_page(page, live["server"].url + "/")
+    rows = page.locator("#incident-table tbody tr")
+    assert rows.count() == 2
+    assert rows.nth(0).get_attribute("data-id") == live["big"]["id"]
+    assert rows.nth(0).locator(".badge").inner_text() == "open"
+    assert rows.nth(1).locator(".badge").inner_text() == "resolved"
+    assert "gpu_fell_off_bus" in rows.nth(1).inner_text() and "node0042/gpu3" in rows.nth(1).inner_text()
+    assert page.locator(".card.alarm .value").inner_text() == "1"
+    shot(page, "incidents.png")
+    page.select_option("#status", "resolved")
+    page.wait_for_function("document.querySelectorAll('#incident-table tbody tr').length === 1")
+
+
+def test_incident_page_shows_timeline_evidence_action(live, page):
+    incident = live["small"]
+    open_page(page, f"{live['server'].url}/ui/incident.html?id={incident['id']}")
+    assert page.locator("#explanation").inner_text() == incident["root_cause"]["explanation"]
+    root_lane = page.locator("g.lane.root")
+    assert root_lane.count() == 1 and "node0042/gpu3" in root_lane.locator("text").first.text_content()
+    assert root_lane.locator(".mark.hw.evidence").count() >= 1  # the XID, ringed as evidence
+    assert page.locator(".hang-start text").text_content().startswith("hang start 08:00:00")
+    assert page.locator(".recovered").count() == 1
+    # 8 hosts: the root host's components, the other hosts aggregated, and the job lane
+    lanes = int(page.locator("#timeline").get_attribute("data-lanes"))
+    assert 3 <= lanes <= 12
+    assert "gpu_xid" in page.locator("#evidence-table").inner_text()
+    assert page.locator("#action-box .value").inner_text().lower() == "evict node0042"
+    assert page.locator("#candidate-table tr").count() >= 1
+    neighbourhood = page.locator("#neighbourhood")
+    assert neighbourhood.locator(".neighbourhood-svg").count() == 1 or "not available" in neighbourhood.inner_text()
+    page.locator(".mark.evidence").first.click()
+    assert "gpu_xid" in page.locator("#event-detail").inner_text()
+    shot(page, "incident.png")
+
+
+def test_16384_rank_incident_draws_aggregated_lanes(live, page):
+    incident = live["big"]
+    open_page(page, f"{live['server'].url}/ui/incident.html?id={incident['id']}")
+    lanes = int(page.locator("#timeline").get_attribute("data-lanes"))
+    assert lanes <= 40, lanes
+    aggregate = page.locator("g.lane.aggregate text").first.text_content()
+    assert "2,047 other hosts" in aggregate and "16,376 events" in aggregate  # 16,383 less the root host's 7
+    assert page.locator("#timeline svg *").count() < 5000
+    assert page.locator("g.lane.root").count() == 1
+    shot(page, "incident-16384.png")
+
+
+def test_reliability_page_draws_charts_or_says_not_available(live, page):
+    open_page(page, live["server"].url + "/ui/reliability.html")
+    columns = page.locator("#interruption-chart rect.column")
+    heights = [float(columns.nth(i).get_attribute("height")) for i in range(columns.count())]
+    assert sum(1 for h in heights if h > 0) == 2  # the two incidents fall in two windows
+    stats = live["server"].client.get("/v1/stats/causes")
+    if stats.status_code == 200:
+        assert page.locator("#cause-chart rect").count() == len(stats.json()["causes"]) > 0
+    else:
+        assert "not available" in page.locator("#causes").inner_text()
+    mtbf = live["server"].client.get("/v1/stats/mtbf")
+    if mtbf.status_code == 200:
+        assert page.locator("#mtbf-chart").count() == 1
+    else:
+        assert "not available" in page.locator("#mtbf").inner_text()
+    shot(page, "reliability.png")
+
+
+def test_token_is_sent_as_bearer(live, page):
+    open_page(page, live["server"].url + "/")
+    page.click("#token-button")
+    page.fill("#token-input", "fg-test-token")
+    with page.expect_navigation():
+        page.click("#token-box button[type=submit]")
+    seen: list[str | None] = []
+    page.on("request", lambda request: seen.append(request.headers.get("authorization")) if "/v1/" in request.url else None)
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    assert seen and all(value == "Bearer fg-test-token" for value in seen)
+
+
+def test_acknowledge_from_the_incident_page(live, page):
+    incident = live["big"]
+    open_page(page, f"{live['server'].url}/ui/incident.html?id={incident['id']}")
+    page.fill("#note", "looking at node1234")
+    with page.expect_navigation():
+        page.click("#ack")
+    page.wait_for_selector("body[data-ready=true]")
+    stored = live["server"].client.get(f"/v1/incidents/{incident['id']}").json()
+    assert stored["status"] == "acknowledged" and stored["notes"][-1]["text"] == "looking at node1234"
+    assert page.locator(".facts .badge").inner_text() == "acknowledged"
