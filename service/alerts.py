@@ -42,7 +42,7 @@ FORMATS: tuple[str, ...] = ("json", "slack", "pagerduty")
 PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
 # Engine passes commit their `updated` stamps at the end of the pass: look back this far.
 RESCAN = timedelta(minutes=5)
-EVENTS = ("opened", "root_cause_changed", "resolved")
+OUTCOMES = ("sent", "retried", "failed")
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,9 @@ class Dispatcher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if config.targets:
+            for target in config.targets:  # series at zero from the start, so rate() sees the first one
+                for outcome in OUTCOMES:
+                    self._count(target, outcome, 0)
             self._last_scan = datetime.now(UTC).replace(tzinfo=None)
             for incident in self._read(None):  # the baseline: what was there before we started
                 self._remember(incident)
@@ -252,9 +255,9 @@ class Dispatcher:
         log.warning("webhook %s (%s) gave up after %d attempt(s): %s",
                     delivery.target.url, delivery.target.format, delivery.attempt, reason)
 
-    def _count(self, target: Target, outcome: str) -> None:
+    def _count(self, target: Target, outcome: str, amount: int = 1) -> None:
         if self._metrics is not None:
-            self._metrics.alerts.labels(target.format, outcome).inc()
+            self._metrics.alerts.labels(target.format, outcome).inc(amount)
 
     def _loop(self) -> None:
         with httpx.Client(timeout=10, headers={"User-Agent": "faultgraph-alerts"}) as client:

@@ -57,9 +57,9 @@ function columnChart(bars, { id, label }) {
   const width = 900, height = 200, left = 40, bottom = 30, top = 12;
   const peak = Math.max(1, ...bars.map((b) => b.value));
   const y = scaleLinear(0, peak, height - bottom, top);
-  const step = (width - left) / bars.length;
+  const step = Math.min(80, (width - left) / bars.length);
   const chart = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, class: "chart", id, role: "img", "aria-label": label });
-  for (const v of ticks(0, peak, 4)) {
+  for (const v of ticks(0, peak, 4).filter(Number.isInteger)) {  // counts: whole ticks only
     chart.append(svg("text", { x: left - 6, y: y(v) + 4, "text-anchor": "end", class: "axis" }, fmtNumber(v, 0)),
       svg("line", { x1: left, x2: width, y1: y(v), y2: y(v), class: "grid" }));
   }
