@@ -3,8 +3,9 @@
 A background thread notices changes by reading the incidents table (after every engine
 pass, and every few seconds for on-call's own PATCHes), so nothing on the ingest path ever
 waits for a webhook. Each change is posted to every configured target in its format —
-generic JSON, Slack-compatible text, PagerDuty Events v2 — and retried with exponential
-backoff on transport errors, 429 and 5xx. Deliveries are deduplicated by incident id +
+generic JSON, Slack-compatible text, PagerDuty Events v2 — by that target's own thread (a
+hanging receiver delays nothing else), retried with exponential backoff on transport
+errors, 429 and 5xx. Deliveries are deduplicated by incident id +
 event (+ the new root cause, for a change), so a re-analysis that leaves an incident as it
 was sends nothing. Incidents already stored when the service starts are the baseline: a
 restart does not page anyone again.
@@ -23,7 +24,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -168,13 +169,75 @@ def payload(target: Target, event: str, incident: Mapping[str, Any], config: Ale
 class Delivery:
     due: float
     seq: int
-    target: Target = field(compare=False)
     body: dict = field(compare=False)
     attempt: int = field(default=0, compare=False)
 
 
+class Courier:
+    """One target's queue and thread: a slow or dead receiver delays only its own messages."""
+
+    def __init__(self, target: Target, config: AlertConfig, count: Callable[[Target, str], None]) -> None:
+        self.target = target
+        self._config = config
+        self._count = count
+        self._queue: list[Delivery] = []
+        self._seq = itertools.count()
+        self._ready = threading.Condition()
+        self._stop = False
+        self._thread = threading.Thread(target=self._loop, name=f"faultgraph-alerts-{target.format}", daemon=True)
+        self._thread.start()
+
+    def put(self, body: dict) -> None:
+        with self._ready:
+            heapq.heappush(self._queue, Delivery(time.monotonic(), next(self._seq), body))
+            self._ready.notify()
+
+    def close(self) -> None:
+        with self._ready:
+            self._stop = True
+            self._ready.notify()
+        self._thread.join(timeout=10)
+
+    def _next(self) -> Delivery | None:
+        """The next delivery once it is due; None when closing."""
+        with self._ready:
+            while not self._stop:
+                wait = self._queue[0].due - time.monotonic() if self._queue else None
+                if wait is not None and wait <= 0:
+                    return heapq.heappop(self._queue)
+                self._ready.wait(wait)
+            return None
+
+    def _loop(self) -> None:
+        with httpx.Client(timeout=10, headers={"User-Agent": "faultgraph-alerts"}) as client:
+            while (delivery := self._next()) is not None:
+                self._deliver(client, delivery)
+
+    def _deliver(self, client: httpx.Client, delivery: Delivery) -> None:
+        try:
+            status = client.post(self.target.url, json=delivery.body).status_code
+        except httpx.HTTPError as exc:
+            status, reason = None, str(exc) or type(exc).__name__
+        else:
+            reason = f"HTTP {status}"
+        if status is not None and 200 <= status < 300:
+            self._count(self.target, "sent")
+            return
+        retryable = status is None or status == 429 or status >= 500
+        delivery.attempt += 1
+        if retryable and delivery.attempt < self._config.attempts:
+            delivery.due = time.monotonic() + self._config.backoff_seconds * 2 ** (delivery.attempt - 1)
+            with self._ready:
+                heapq.heappush(self._queue, delivery)
+            self._count(self.target, "retried")
+            return
+        self._count(self.target, "failed")
+        log.warning("webhook %s (%s) gave up after %d attempt(s): %s",
+                    self.target.url, self.target.format, delivery.attempt, reason)
+
+
 class Dispatcher:
-    """Watches incidents and delivers webhooks from one background thread."""
+    """Watches incidents from a background thread and hands each change to the couriers."""
 
     def __init__(self, engine: Engine, config: AlertConfig, *, metrics=None) -> None:
         self._engine = engine
@@ -183,8 +246,7 @@ class Dispatcher:
         self._seen: dict[str, tuple[str, str]] = {}
         self._roots: dict[str, dict] = {}
         self._sent: set[tuple[str, str, str]] = set()
-        self._queue: list[Delivery] = []
-        self._counter = itertools.count()
+        self._couriers: list[Courier] = []
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -195,6 +257,7 @@ class Dispatcher:
             self._last_scan = datetime.now(UTC).replace(tzinfo=None)
             for incident in self._read(None):  # the baseline: what was there before we started
                 self._remember(incident)
+            self._couriers = [Courier(target, config, self._count) for target in config.targets]
             self._thread = threading.Thread(target=self._loop, name="faultgraph-alerts", daemon=True)
             self._thread.start()
 
@@ -206,6 +269,8 @@ class Dispatcher:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        for courier in self._couriers:
+            courier.close()
 
     def _read(self, since: datetime | None) -> list[dict]:
         query = sa.select(incidents).order_by(incidents.c.number)
@@ -219,7 +284,7 @@ class Dispatcher:
         self._roots[incident["id"]] = incident.get("root_cause") or {}
 
     def scan(self) -> None:
-        """Queue a delivery per target for every change since the last scan."""
+        """Hand every change since the last scan to each target's courier."""
         started = datetime.now(UTC).replace(tzinfo=None)
         for incident in self._read(self._last_scan - RESCAN):
             previous = self._roots.get(incident["id"])
@@ -228,50 +293,23 @@ class Dispatcher:
                 if key in self._sent:
                     continue
                 self._sent.add(key)
-                for target in self.config.targets:
-                    body = payload(target, event, incident, self.config, previous if event == "root_cause_changed" else None)
-                    heapq.heappush(self._queue, Delivery(time.monotonic(), next(self._counter), target, body))
+                for courier in self._couriers:
+                    courier.put(payload(courier.target, event, incident, self.config,
+                                        previous if event == "root_cause_changed" else None))
             self._remember(incident)
         self._last_scan = started
-
-    def _deliver(self, client: httpx.Client, delivery: Delivery) -> None:
-        try:
-            status = client.post(delivery.target.url, json=delivery.body).status_code
-        except httpx.HTTPError as exc:
-            status, reason = None, str(exc)
-        else:
-            reason = f"HTTP {status}"
-        if status is not None and 200 <= status < 300:
-            self._count(delivery.target, "sent")
-            return
-        retryable = status is None or status == 429 or status >= 500
-        delivery.attempt += 1
-        if retryable and delivery.attempt < self.config.attempts:
-            delivery.due = time.monotonic() + self.config.backoff_seconds * 2 ** (delivery.attempt - 1)
-            heapq.heappush(self._queue, delivery)
-            self._count(delivery.target, "retried")
-            return
-        self._count(delivery.target, "failed")
-        log.warning("webhook %s (%s) gave up after %d attempt(s): %s",
-                    delivery.target.url, delivery.target.format, delivery.attempt, reason)
 
     def _count(self, target: Target, outcome: str, amount: int = 1) -> None:
         if self._metrics is not None:
             self._metrics.alerts.labels(target.format, outcome).inc(amount)
 
     def _loop(self) -> None:
-        with httpx.Client(timeout=10, headers={"User-Agent": "faultgraph-alerts"}) as client:
-            next_scan = 0.0
-            while not self._stop.is_set():
-                now = time.monotonic()
-                if self._wake.is_set() or now >= next_scan:
-                    self._wake.clear()
-                    try:
-                        self.scan()
-                    except Exception:
-                        log.exception("alert scan failed; retrying")
-                    next_scan = now + self.config.poll_seconds
-                while self._queue and self._queue[0].due <= time.monotonic() and not self._stop.is_set():
-                    self._deliver(client, heapq.heappop(self._queue))
-                due = self._queue[0].due if self._queue else next_scan
-                self._wake.wait(max(0.0, min(due, next_scan) - time.monotonic()))
+        while not self._stop.is_set():
+            self._wake.wait(self.config.poll_seconds)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self.scan()
+            except Exception:
+                log.exception("alert scan failed; retrying on the next one")
