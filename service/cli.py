@@ -33,6 +33,9 @@ def serve(
     logging.getLogger("faultgraph").info("faultgraph listening on http://%s:%d, data in %s", host, port, settings.db_url)
     uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", access_log=False)
 
+from service.oncall_cli import register as register_oncall  # noqa: E402  (incidents, show, timeline, ack, resolve, demo)
+
+register_oncall(app)
 
 if __name__ == "__main__":
     app()
