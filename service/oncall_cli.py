@@ -213,12 +213,19 @@ def resolve(incident_id: Incident, url: Url = DEFAULT_URL, token: Token = None,
 
 def _serve_cluster(api: Api, app, topology: dict, job: dict) -> None:
     """Load the topology and job through the API; a server without those routes yet gets
-    them straight into its cluster snapshot (the demo holds the app object)."""
+    them straight into its cluster snapshot and ingest enrichment (the demo holds the app)."""
     answers = [api.client.put("/v1/topology", json=topology), api.client.post("/v1/jobs", json=job)]
     if any(answer.status_code in (404, 405) for answer in answers):
         from attribution.cluster import ClusterSnapshot
         from attribution.topology import Topology
-        app.state.cluster = ClusterSnapshot(Topology.from_dict(topology), [job])
+
+        cluster = ClusterSnapshot(Topology.from_dict(topology), [job])
+
+        def enrich(event: dict) -> None:
+            if not event.get("component"):
+                event["component"] = cluster.resolve(event, cluster.placement(event["job"]) if event.get("job") else None)
+
+        app.state.cluster, app.state.enrich = cluster, enrich
         return
     for answer in answers:
         if answer.status_code >= 400:

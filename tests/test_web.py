@@ -99,6 +99,8 @@ def test_incident_page_shows_timeline_evidence_action(live, page):
     assert root_lane.locator(".mark.hw.evidence").count() >= 1  # the XID, ringed as evidence
     assert page.locator(".hang-start text").text_content().startswith("hang start 08:00:00")
     assert page.locator(".recovered").count() == 1
+    # the checkpoint before and the restart after, fetched from the job's events
+    assert page.locator("g.lane.job .mark.life").count() == 2
     # 8 hosts: the root host's components, the other hosts aggregated, and the job lane
     lanes = int(page.locator("#timeline").get_attribute("data-lanes"))
     assert 3 <= lanes <= 12
@@ -165,3 +167,22 @@ def test_acknowledge_from_the_incident_page(live, page):
     stored = live["server"].client.get(f"/v1/incidents/{incident['id']}").json()
     assert stored["status"] == "acknowledged" and stored["notes"][-1]["text"] == "looking at node1234"
     assert page.locator(".facts .badge").inner_text() == "acknowledged"
+
+
+def test_neighbourhood_of_the_root_component(live, page):
+    """Drawn from GET /v1/topology/components/{id}; a server without that route yet is
+    stood in for by an answer of the SPEC §3 shape, so the drawing is tested either way."""
+    incident = live["small"]
+    path = "/v1/topology/components/node0042/gpu3"
+    if live["server"].client.get(path).status_code == 404:
+        neighbours = [{"id": f"node0042/nvswitch{i}", "type": "nvswitch", "link": {"type": "nvlink"}} for i in range(4)]
+        neighbours += [{"id": "node0042/pciesw1", "type": "pciesw", "link": {"type": "pcie"}}, "node0042"]
+        body = {"id": "node0042/gpu3", "type": "gpu", "host": "node0042", "attrs": {}, "neighbours": neighbours, "events": []}
+        page.route(f"**{path}", lambda route: route.fulfill(json=body))
+    open_page(page, f"{live['server'].url}/ui/incident.html?id={incident['id']}")
+    graph = page.locator(".neighbourhood-svg")
+    assert graph.count() == 1
+    drawn = graph.locator("circle.node:not(.root)").count()
+    assert drawn >= 1 and f"{drawn} neighbours" in page.locator("#neighbourhood").inner_text()
+    assert graph.locator("circle.node.involved").count() >= 1  # node0042 itself has events in this incident
+    page.locator("#neighbourhood").screenshot(path=str(ARTIFACTS / "neighbourhood.png"))

@@ -3,6 +3,8 @@
 "use strict";
 
 const MAX_NEIGHBOURS = 24;
+const LIFECYCLE_BEFORE_MS = 35 * 60e3;  // the last checkpoint before the fault (every 30 min is common)
+const LIFECYCLE_AFTER_MS = 10 * 60e3;
 const incidentId = new URLSearchParams(location.search).get("id");
 
 function headline(incident) {
@@ -116,6 +118,23 @@ function oncall(incident) {
   ];
 }
 
+// The job's starts, restarts and checkpoints around the incident: how much work the
+// interruption rolled back and when the job came back. Not members, so fetched apart.
+async function lifecycle(incident, members) {
+  if (!incident.job || !members.length) return [];
+  const first = Date.parse(members[0].time);
+  const last = Math.max(Date.parse(members[members.length - 1].time), Date.parse(incident.interruption?.end || 0));
+  const params = new URLSearchParams({ job: incident.job, since: new Date(first - LIFECYCLE_BEFORE_MS).toISOString(),
+    until: new Date(last + LIFECYCLE_AFTER_MS).toISOString(), limit: "1000" });
+  for (const kind of LIFECYCLE_KINDS) params.append("kind", kind);
+  const known = new Set(members.map((e) => e.id));
+  try {
+    return (await api(`/v1/events?${params}`)).events.filter((e) => !known.has(e.id));
+  } catch (_) {
+    return [];  // the timeline stands without them
+  }
+}
+
 async function main() {
   header("incidents");
   if (!incidentId) { notAvailable(document.getElementById("headline"), "Incident", new Error("no ?id= in the address")); return; }
@@ -135,6 +154,7 @@ async function main() {
   let events = [];
   try {
     events = (await api(`/v1/incidents/${encodeURIComponent(incidentId)}/timeline`)).events;
+    events = events.concat(await lifecycle(incident, events));
     const detail = document.getElementById("event-detail");
     const started = performance.now();
     const lanes = drawTimeline(document.getElementById("timeline"), events, incident, (e) => {

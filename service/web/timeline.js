@@ -31,7 +31,12 @@ function planLanes(events, incident) {
   const root = incident.root_cause || {};
   const rootComponent = root.component || null;
   const rootHosts = new Set(hostsOf(rootComponent));
+  const rootEnds = new Set(rootComponent ? rootComponent.split("~") : []);
   const evidence = new Set(root.evidence || []);
+  // The root's own lane: its component, either end of a root link, or evidence the ingest
+  // could only place on the host.
+  const inRootLane = (e) => e.component === rootComponent || rootEnds.has(e.component)
+    || (evidence.has(e.id) && rootHosts.has(e.host) && (!e.component || e.component === e.host));
   const lanes = new Map();
   const lane = (key, label, kind, isRoot) => {
     if (!lanes.has(key)) lanes.set(key, { key, label, kind, root: Boolean(isRoot), events: [] });
@@ -49,7 +54,9 @@ function planLanes(events, incident) {
   for (const e of events) {
     if (eventClass(e) === "life") {
       lane("job", incident.job ? `job ${incident.job}` : "lifecycle", "job").events.push(e);
-    } else if (rootHosts.has(e.host) || (rootComponent && e.component === rootComponent)) {
+    } else if (rootComponent && inRootLane(e)) {
+      lane(`c:${rootComponent}`, rootComponent, "component", true).events.push(e);
+    } else if (rootHosts.has(e.host)) {
       const component = e.component || e.host;
       lane(`c:${component}`, component, "component", component === rootComponent).events.push(e);
     } else if (ownLane.has(e.host)) {
