@@ -144,6 +144,39 @@ def test_reliability_page_draws_charts_or_says_not_available(live, page):
     shot(page, "reliability.png")
 
 
+# Answers of the SPEC §7 shapes, standing in for statistics routes a server does not have yet.
+STATS = {
+    "/v1/stats/mtbf": {"interruptions": 2, "observed_hours": 6.0, "mtbf_hours": 3.0, "ci95": [0.8, 27.6]},
+    "/v1/stats/causes": {"unplanned": 2, "planned": 0,
+                         "categories": [{"category": "gpu", "count": 2, "share": 1.0, "gpu_hours_lost": 100.0}],
+                         "causes": [{"cause": "gpu_fell_off_bus", "category": "gpu", "count": 1, "share": 0.5, "gpu_hours_lost": 46.9},
+                                    {"cause": "gpu_hbm", "category": "gpu", "count": 1, "share": 0.5, "gpu_hours_lost": 53.1}]},
+    "/v1/stats/checkpoint": {"mtbf_hours": 3.0, "young_minutes": 42.4, "daly_minutes": 40.6, "interval_minutes": 42.4,
+                             "goodput": {"value": 0.78, "checkpoint_overhead": 0.12, "rework": 0.12, "restart": 0.03},
+                             "goodput_at_optimum": {"value": 0.79, "checkpoint_overhead": 0.12, "rework": 0.11, "restart": 0.03}},
+}
+
+
+def answer_with(body: dict):
+    return lambda route: route.fulfill(json=body)
+
+
+def test_reliability_charts_from_statistics(live, page):
+    """The charts themselves, from the live statistics routes or SPEC-shaped stand-ins."""
+    for path, body in STATS.items():
+        if live["server"].client.get(path).status_code == 404:
+            page.route(f"**{path}*", answer_with(body))
+    open_page(page, live["server"].url + "/ui/reliability.html")
+    assert page.locator("#mtbf-chart circle.point").count() >= 1
+    assert "between unplanned interruptions" in page.locator("#mtbf-now").inner_text()
+    causes = live["server"].client.get("/v1/stats/causes")
+    expected = len(causes.json()["causes"]) if causes.status_code == 200 else 2
+    assert page.locator("#cause-chart rect").count() == expected
+    assert page.locator("#category-chart rect").count() >= 1
+    assert "Daly" in page.locator("#checkpoint-table").inner_text()
+    shot(page, "reliability-charts.png")
+
+
 def test_token_is_sent_as_bearer(live, page):
     open_page(page, live["server"].url + "/")
     page.click("#token-button")

@@ -21,7 +21,7 @@ function windows(incidents) {
 const iso = (ms) => new Date(ms).toISOString();
 
 function lineChart(points, { yLabel, id }) {
-  const width = 900, height = 260, left = 60, right = 16, top = 16, bottom = 36;
+  const width = 900, height = 270, left = 60, right = 16, top = 26, bottom = 36;
   const t0 = points[0].t0, t1 = points[points.length - 1].t1;
   const highs = points.flatMap((p) => [p.value, p.high].filter((v) => v !== null && v !== undefined && Number.isFinite(v)));
   const ymax = Math.max(1, ...highs) * 1.1;
@@ -36,7 +36,7 @@ function lineChart(points, { yLabel, id }) {
     chart.append(svg("text", { x: x(tick), y: height - bottom + 16, "text-anchor": "middle", class: "axis" },
       new Date(tick).toISOString().slice(5, 16).replace("T", " ")));
   }
-  chart.append(svg("text", { x: 12, y: top + 4, class: "axis" }, yLabel));
+  chart.append(svg("text", { x: 12, y: 12, class: "axis" }, `${yLabel}, per window; band: 95% interval`));
   const mid = (p) => (p.t0 + p.t1) / 2;
   const withCi = points.filter((p) => Number.isFinite(p.low) && Number.isFinite(p.high));
   if (withCi.length > 1) {
