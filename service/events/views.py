@@ -52,7 +52,7 @@ async def store_events(request: Request, body: bytes, content_type: str) -> dict
         except Exception:
             raise HTTPException(503, "the store could not commit this batch; retry", headers={"Retry-After": "5"}) from None
         state.runner.wake()
-    state.metrics.observe_ingest(rows, decoded.rejected, body, len(decoded.valid) - accepted)
+    await run_in_threadpool(state.metrics.observe_ingest, rows, decoded.rejected, body, len(decoded.valid) - accepted)
     return {
         "accepted": accepted,
         "duplicates": len(decoded.valid) - accepted,
