@@ -28,6 +28,7 @@ class ClusterSnapshot:
         self.resolver = Resolver(topology)
         self.jobs: dict[str, Mapping[str, Any]] = {}
         self._placements: dict[str, Placement] = {}
+        self._reach: dict[str, frozenset[str]] = {}
         self._by_host: dict[str, list[tuple[str, datetime | None, datetime | None]]] = defaultdict(list)
         for job in jobs:
             self.add_job(job)
@@ -37,10 +38,29 @@ class ClusterSnapshot:
         placement = Placement.from_job(job)
         self.jobs[job["id"]] = job
         self._placements[job["id"]] = placement
+        self._reach.pop(job["id"], None)
         start, end = _aware(job.get("start")), _aware(job.get("end"))
         for host in placement.hosts():
             self._by_host[host] = [entry for entry in self._by_host[host] if entry[0] != job["id"]]
             self._by_host[host].append((job["id"], start, end))
+
+    def reach(self, hosts: Iterable[str], *, job: str | None = None) -> frozenset[str]:
+        """The hosts plus the fabric switches their NICs plug into: where a fault can touch
+        them. A job's reach is computed once per snapshot."""
+        if job is not None and job in self._reach:
+            return self._reach[job]
+        hosts = set(hosts)
+        switches: set[str] = set()
+        topology = self.topology
+        if topology is not None:
+            for host in hosts:
+                for component in topology.host_components(host):
+                    if topology.type_of(component) == "nic":
+                        switches.update(n for n in topology.neighbours(component) if topology.type_of(n) == "switch")
+        reach = frozenset(hosts | switches)
+        if job is not None:
+            self._reach[job] = reach
+        return reach
 
     def placement(self, job: str) -> Placement | None:
         return self._placements.get(job)

@@ -13,7 +13,7 @@ vote; pick the root, its cause, the action and a sentence for the on-call engine
 """
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -28,6 +28,8 @@ from attribution.topology import Topology
 
 # Items of one scope further apart than this (in effective time) are separate interruptions.
 GAP = timedelta(minutes=15)
+# ... unless the job reports its restarts: then only a restart, or this long, separates them.
+LONG_GAP = timedelta(hours=1)
 # Hardware events this long before the hang start can still be its cause.
 LOOKBACK = timedelta(minutes=10)
 LOOKAHEAD = timedelta(minutes=2)
@@ -46,6 +48,8 @@ class Cluster(Protocol):
     def resolve(self, event: dict, placement: Placement | None = None) -> str | None: ...
 
     def peer(self, peer: str, placement: Placement | None = None) -> str | None: ...
+
+    def reach(self, hosts: Iterable[str], *, job: str | None = None) -> frozenset[str]: ...
 
 
 @dataclass
@@ -90,10 +94,14 @@ def effective_time(item: Item) -> datetime:
 def _items(events: Sequence[dict], cluster: Cluster) -> list[Item]:
     items = []
     for event in events:
-        job = event.get("job")
-        placement = cluster.placement(job) if job else None
-        component = cluster.resolve(event, placement) or event.get("component") or event["host"]
-        items.append(Item(event, classify(event), component, event["time"]))
+        signal = classify(event)
+        component = event.get("component")
+        # Symptoms are reasoned about by rank, not component; hardware events are resolved
+        # again in case the topology arrived after they did.
+        if signal.role not in ("symptom", "lifecycle") and (not component or component == event["host"]):
+            job = event.get("job")
+            component = cluster.resolve(event, cluster.placement(job) if job else None) or component
+        items.append(Item(event, signal, component or event["host"], event["time"]))
     return items
 
 
@@ -107,7 +115,13 @@ def _scopes(item: Item, cluster: Cluster, observed: dict[str, set[str]]) -> list
         if cluster.topology.type_of(item.component) == "switch":  # a fabric switch: the jobs below it
             hosts = {cluster.topology.host_of(n) for n in cluster.topology.neighbours(item.component)}
             jobs = sorted({job for host in hosts if host for job in cluster.jobs_on(host, item.time)})
-    return [f"job:{job}" for job in jobs] or [f"host:{item.event['host']}"]
+    if jobs:
+        return [f"job:{job}" for job in jobs]
+    # Where jobs are known, a fault on an idle host interrupts nothing: it stays on the
+    # timeline as evidence. Only where no job is known at all is the host the scope.
+    if item.signal.role != "symptom" and (cluster.jobs or observed):
+        return []
+    return [f"host:{item.event['host']}"]
 
 
 def _restarts(items: Sequence[Item]) -> dict[str, list[datetime]]:
@@ -136,10 +150,13 @@ def _group(items: Sequence[Item], cluster: Cluster) -> list[Draft]:
         timed.sort(key=lambda pair: (pair[0], pair[1].id))
         job = scope.removeprefix("job:") if scope.startswith("job:") else None
         job_restarts = restarts.get(job, []) if job else []
+        # A job that reports its restarts is interrupted once per restart: its late
+        # symptoms (a job_fail half an hour after a 30-minute watchdog) still belong.
+        gap = LONG_GAP if job_restarts else GAP
         current: Draft | None = None
         for when, item in timed:
             restarted = current is not None and any(current.last < r <= when for r in job_restarts)
-            if current is None or when - current.last > GAP or restarted:
+            if current is None or when - current.last > gap or restarted:
                 current = Draft(scope=scope, job=job, start=when, last=when)
                 drafts.append(current)
             current.members.append(item)
@@ -149,31 +166,17 @@ def _group(items: Sequence[Item], cluster: Cluster) -> list[Draft]:
     return drafts
 
 
-def _footprint_hosts(draft: Draft, cluster: Cluster, placement: Placement | None) -> set[str]:
-    if placement is not None:
-        return set(placement.hosts())
-    return {item.event["host"] for item in draft.members}
-
-
-def _fabric(hosts: set[str], topology: Topology | None) -> set[str]:
-    """The fabric switches the hosts' NICs plug into."""
-    if topology is None:
-        return set()
-    switches = set()
-    for host in hosts:
-        for component in topology.host_components(host):
-            if topology.type_of(component) == "nic":
-                switches.update(n for n in topology.neighbours(component) if topology.type_of(n) == "switch")
-    return switches
-
-
 def _evidence(draft: Draft, hardware: Sequence[Item], cluster: Cluster, placement: Placement | None) -> list[Item]:
-    hosts = _footprint_hosts(draft, cluster, placement)
-    reach = hosts | _fabric(hosts, cluster.topology)
+    """Hardware events near the interruption on what it could have touched."""
+    if placement is not None:
+        reach = cluster.reach(placement.hosts(), job=draft.job)
+    else:
+        reach = cluster.reach({item.event["host"] for item in draft.members})
     low, high = draft.start - LOOKBACK, draft.last + LOOKAHEAD
     return [
         item for item in hardware
-        if low <= item.time <= high and (item.event["host"] in reach or (item.component or "").split("~")[0].split("/")[0] in reach)
+        if low <= item.time <= high
+        and (item.event["host"] in reach or (item.component or "").split("~")[0].split("/")[0] in reach)
     ]
 
 
@@ -310,7 +313,7 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
         evidence_ids = [i.id for i in anomalies]
     draft.action = _action(root, cause, draft, cluster, placement)
     cited = [i for i in (*draft.evidence, *draft.members) if i.id in set(evidence_ids)]
-    first = min(cited, key=lambda i: i.time) if cited else None
+    first = min(cited, key=effective_time) if cited else None
     draft.root_cause = {
         "component": root,
         "kind": first.event["kind"] if first else None,
@@ -321,8 +324,8 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
         "explanation": _explain(draft, root, cause, cited, draft.action),
     }
     # The failure happened at the root's first evidence when there is one, else at the hang start.
-    near = first is not None and draft.start - LOOKBACK <= first.time <= draft.last
-    failed_at = first.time if near else draft.start
+    near = first is not None and draft.start - LOOKBACK <= effective_time(first) <= draft.last
+    failed_at = effective_time(first) if near else draft.start
     draft.interruption = _interruption(draft, lifecycle, cluster, placement, failed_at)
 
 

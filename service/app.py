@@ -3,6 +3,7 @@
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from attribution.cluster import ClusterSnapshot
 from service.events.models import events
 from service.incidents import views as incidents_views
 from service.incidents.flows import IncidentRunner
+from service.liveness import Liveness, LivenessWatcher
 from service.writer import GroupWriter
 
 log = logging.getLogger("faultgraph")
@@ -48,9 +50,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.alerts.wake()
 
         app.state.runner.after_pass = after_pass
+        watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state))
         try:
             yield
         finally:
+            watcher.close()
             app.state.runner.close()
             app.state.alerts.close()
             app.state.writer.close()
@@ -61,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.enrich = None
     app.state.cluster = ClusterSnapshot()
+    app.state.liveness = Liveness(timedelta(seconds=settings.heartbeat_timeout_s))
     app.include_router(events_views.router)
     app.include_router(incidents_views.router)
     metrics.install(app, metrics.Metrics())

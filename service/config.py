@@ -22,5 +22,7 @@ class Settings:
     max_batch_events: int = int(os.environ.get("FAULTGRAPH_MAX_BATCH_EVENTS", 100_000))
     # Batches waiting for the single writer; past this the service answers 503 + Retry-After.
     writer_queue_batches: int = int(os.environ.get("FAULTGRAPH_WRITER_QUEUE", 512))
+    # A host whose agent sent heartbeats is marked lost after this much silence.
+    heartbeat_timeout_s: float = float(os.environ.get("FAULTGRAPH_HEARTBEAT_TIMEOUT", 60))
     # Rows one group commit may gather from queued batches.
     group_commit_rows: int = int(os.environ.get("FAULTGRAPH_GROUP_COMMIT_ROWS", 50_000))

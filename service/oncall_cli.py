@@ -11,7 +11,6 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,6 +26,7 @@ from rich.text import Text
 
 from attribution.causes import CAUSE_CATEGORY
 from service import demo as demo_day
+from service import evaluate
 
 # Piped output is read by people too (less, a ticket): no 80-column squeeze; scripts use --json.
 console = Console() if sys.stdout.isatty() else Console(width=160)
@@ -211,61 +211,51 @@ def resolve(incident_id: Incident, url: Url = DEFAULT_URL, token: Token = None,
         console.print(f"{incident['id']} resolved: {root_text(incident)} on {incident['root_cause'].get('component')}", markup=False)
 
 
-def _serve_cluster(api: Api, app, topology: dict, job: dict) -> None:
-    """Load the topology and job through the API; a server without those routes yet gets
-    them straight into its cluster snapshot and ingest enrichment (the demo holds the app)."""
-    answers = [api.client.put("/v1/topology", json=topology), api.client.post("/v1/jobs", json=job)]
-    if any(answer.status_code in (404, 405) for answer in answers):
-        from attribution.cluster import ClusterSnapshot
-        from attribution.topology import Topology
-
-        cluster = ClusterSnapshot(Topology.from_dict(topology), [job])
-
-        def enrich(event: dict) -> None:
-            if not event.get("component"):
-                event["component"] = cluster.resolve(event, cluster.placement(event["job"]) if event.get("job") else None)
-
-        app.state.cluster, app.state.enrich = cluster, enrich
+def _replay(api: Api, app, sent, progress: Progress) -> None:
+    """Replay over the API as `faultgraph eval` does; where the server lacks the topology,
+    jobs or raw-log routes, load the cluster in process and post parsed events instead."""
+    task = progress.add_task("replaying the simulated day", total=len(sent.records))
+    try:
+        evaluate.replay(api.client, sent, batch=UPLOAD_BATCH, progress=lambda n: progress.advance(task, n))
         return
-    for answer in answers:
-        if answer.status_code >= 400:
-            fail(f"loading the demo cluster: HTTP {answer.status_code}: {answer.text}")
+    except RuntimeError as exc:
+        if not any(f"HTTP {code}" in str(exc) for code in (404, 405)):
+            fail(f"replaying the demo: {exc}")
+    events = demo_day.in_process(app, sent)
+    progress.reset(task, total=len(events), description="posting the simulated day's events")
+    for first in range(0, len(events), UPLOAD_BATCH):
+        batch = events[first:first + UPLOAD_BATCH]
+        api.call("POST", "/v1/events", json=batch)
+        progress.advance(task, len(batch))
+    api.call("POST", "/v1/analyze")
 
 
 def _seed(server: uvicorn.Server, app, url: str, hosts: int) -> None:
-    """Wait for the server, load the cluster, replay the day, print where to look."""
+    """Wait for the server, replay the simulated day, print where to look."""
     while not server.started:
         time.sleep(0.05)
     api = Api(url, None)
-    start = (datetime.now(UTC) - timedelta(days=1)).replace(second=0, microsecond=0)
-    events, unmatched = demo_day.day(hosts, start)
-    _serve_cluster(api, app, demo_day.topology(hosts), demo_day.job(hosts, start))
+    sent = demo_day.scenario(hosts)
     with Progress(console=console, transient=False) as progress:
-        task = progress.add_task(f"replaying a day on {hosts} hosts", total=len(events))
-        for first in range(0, len(events), UPLOAD_BATCH):
-            batch = events[first:first + UPLOAD_BATCH]
-            api.call("POST", "/v1/events", json=batch)
-            progress.advance(task, len(batch))
-    summary = api.call("POST", "/v1/analyze")
-    incidents = api.call("GET", "/v1/incidents", params={"limit": 100})["incidents"]
-    console.print(f"{len(events):,} events ({unmatched} everyday log lines matched no rule); "
-                  f"{len(incidents)} incidents ({summary.get('opened', 0)} opened by the last pass)", highlight=False)
+        _replay(api, app, sent, progress)
+    incidents = api.call("GET", "/v1/incidents", params={"limit": 1000})["incidents"]
+    console.print(f"{len(sent.records):,} log lines and events, {len(sent.truth)} faults injected; "
+                  f"{len(incidents)} incidents", highlight=False)
     console.print(f"UI:             {url}/ui/", highlight=False)
     if incidents:
-        console.print(f"first incident: {url}/ui/incident.html?id={incidents[0]['id']}", highlight=False)
+        console.print(f"first incident: {url}/ui/incident.html?id={incidents[-1]['id']}", highlight=False)
     console.print("Ctrl-C stops the demo.", highlight=False)
 
 
 def demo(host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
          port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
          db: Annotated[str | None, typer.Option("--db", help="Database URL; default a fresh DuckDB file in a temporary directory.")] = None,
-         hosts: Annotated[int, typer.Option(min=4, help="Hosts in the generated cluster (a multiple of 4).")] = 32) -> None:
-    """Serve a generated cluster and job with a simulated day of faults, then print the UI's address."""
+         hosts: Annotated[int, typer.Option(min=4, help="Hosts in the generated cluster (two jobs share them).")] = 32) -> None:
+    """Serve a generated cluster and its jobs through a simulated run of faults (one of every
+    kind the simulator knows), then print the address of the UI and of the first incident."""
     from service.app import create_app
     from service.config import Settings
 
-    if hosts % 4:
-        fail(f"--hosts {hosts}: the demo job needs a multiple of 4 hosts")
     db_url = db or f"duckdb:///{Path(tempfile.mkdtemp(prefix='faultgraph-demo-')) / 'demo.duckdb'}"
     app = create_app(Settings(db_url=db_url))
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))

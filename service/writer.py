@@ -102,6 +102,10 @@ class GroupWriter:
             for batch in group:
                 batch.done.set_exception(exc)
             return
+        if len(inserted) == rows.num_rows:  # the common case: every row was new
+            for batch in group:
+                batch.done.set_result(batch.rows.num_rows)
+            return
         # An id repeated across or within batches was stored once: credit its first sender.
         claimed: set[str] = set()
         for batch in group:

@@ -96,3 +96,57 @@ def test_oncall_overrides_cause_and_status(client):
     assert bad.status_code == 422 and "belongs to category host" in bad.text
     assert client.patch("/v1/incidents/inc-999999", json={"status": "resolved"}).status_code == 404
     assert client.get("/v1/incidents/nope").status_code == 404
+
+
+def _comparable(client) -> list[tuple]:
+    incidents = client.get("/v1/incidents").json()["incidents"]
+    return sorted((i["job"], i["symptoms"], i["hosts"], i["root_cause"]["component"], i["root_cause"]["cause"],
+                   i["interruption"]["start"], i["interruption"]["end"]) for i in incidents)
+
+
+def test_replay_equals_live(db_url, tmp_path):
+    from conftest import start_server
+
+    stream = gpu_falls_off("job-a", "node0042") + gpu_falls_off("job-b", "node0103", at=T0 + timedelta(minutes=1), first=100)
+    stream.sort(key=lambda e: e["time"])
+    live = start_server(db_url)
+    try:
+        for start in range(0, len(stream), 17):  # as it happens: small batches, the engine between them
+            live.client.post("/v1/events", json=stream[start:start + 17])
+            live.client.post("/v1/analyze")
+        live_view = _comparable(live.client)
+    finally:
+        live.stop()
+    replay = start_server(f"duckdb:///{tmp_path / 'replay.duckdb'}")
+    try:
+        replay.client.post("/v1/events", json=list(reversed(stream)))  # all at once, in reverse
+        replay.client.post("/v1/analyze")
+        assert _comparable(replay.client) == live_view
+        assert len(live_view) == 2
+    finally:
+        replay.stop()
+
+
+def test_a_host_whose_agent_goes_quiet_is_marked_lost(db_url):
+    import time
+
+    from conftest import start_server
+
+    srv = start_server(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"})
+    try:
+        now = datetime.now(UTC)
+        beat = [{"time": iso(now), "host": host, "kind": "host_heartbeat", "attrs": {"state": "ok"}} for host in ("node0001", "node0002")]
+        srv.client.post("/v1/events", json=beat)
+        deadline = time.monotonic() + 10
+        lost = []
+        while time.monotonic() < deadline and len(lost) < 2:
+            srv.client.post("/v1/events", json=[{**beat[1], "time": iso(datetime.now(UTC))}])  # node0002 keeps beating
+            time.sleep(0.3)
+            found = srv.client.get("/v1/events", params={"kind": "host_heartbeat"}).json()["events"]
+            lost = [e for e in found if e["attrs"]["state"] == "lost"]
+            if lost:
+                break
+        assert [e["host"] for e in lost] == ["node0001"]
+        assert lost[0]["attrs"]["source"] == "faultgraph"
+    finally:
+        srv.stop()

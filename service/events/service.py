@@ -142,6 +142,11 @@ def _loads(body: bytes):
         raise BodyError(f"body is not valid JSON (numbers must fit 64 bits, no NaN): {exc}") from None
 
 
+def validate_all(items: list[dict]) -> list[dict]:
+    """Validate events built inside the service; any error is a bug, so it raises."""
+    return EventList.validate_python(items)
+
+
 def _check_count(count: int, max_events: int) -> None:
     if count > max_events:
         raise BodyError(f"batch of {count} events exceeds the limit of {max_events}; split it", 413)

@@ -52,12 +52,22 @@ async def store_events(request: Request, body: bytes, content_type: str) -> dict
         except Exception:
             raise HTTPException(503, "the store could not commit this batch; retry", headers={"Retry-After": "5"}) from None
         state.runner.wake()
+        heartbeats = [e["host"] for e in decoded.valid if e["kind"] == "host_heartbeat" and (e.get("attrs") or {}).get("state") == "ok"]
+        if heartbeats:
+            state.liveness.beat(heartbeats, datetime.now(UTC))
     await run_in_threadpool(state.metrics.observe_ingest, rows, decoded.rejected, body, len(decoded.valid) - accepted)
     return {
         "accepted": accepted,
         "duplicates": len(decoded.valid) - accepted,
         "rejected": decoded.rejected,
     }
+
+
+def store_internal(state, generated: list[dict]) -> None:
+    """Store events the service itself generates (lost hosts), blocking until durable."""
+    rows = service.to_rows(service.validate_all(generated), received=datetime.now(UTC), enrich=state.enrich)
+    state.writer.submit(rows).result(timeout=60)
+    state.runner.wake()
 
 
 @router.post("/events", openapi_extra=INGEST_BODY)

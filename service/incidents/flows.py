@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from attribution.cluster import ClusterSnapshot
-from attribution.engine import GAP, LOOKBACK, Draft, analyse
+from attribution.engine import GAP, LONG_GAP, LOOKBACK, Draft, analyse
 from service import store
 from service.events.models import events
 from service.incidents.models import engine_state, incident_events, incidents
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 # How far around new events the engine looks: a timeout reports a hang that began up to
 # its timeout earlier (30 min is PyTorch's largest common setting), plus grouping reach.
-MARGIN = timedelta(minutes=30) + GAP + LOOKBACK
+MARGIN = timedelta(minutes=30) + LONG_GAP + LOOKBACK
 # New events of these kinds, or of these severities, can open or change an incident.
 DRIVING_KINDS = ("nccl_timeout", "nccl_error", "job_fail", "job_start", "job_restart", "job_end",
                  "checkpoint_save", "maintenance", "host_heartbeat", "train_anomaly")
@@ -77,7 +77,7 @@ def _load_events(conn: Connection, low: datetime, high: datetime) -> list[dict]:
 
 def _overlapping(conn: Connection, low: datetime, high: datetime) -> list[sa.Row]:
     return conn.execute(
-        sa.select(incidents).where(incidents.c.start <= high + GAP, incidents.c.last >= low - GAP)
+        sa.select(incidents).where(incidents.c.start <= high + LONG_GAP, incidents.c.last >= low - LONG_GAP)
         .order_by(incidents.c.number)
     ).fetchall()
 

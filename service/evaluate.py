@@ -1,0 +1,155 @@
+"""`faultgraph eval`: replay a simulated scenario through a running service and score the
+incidents it produced against the scenario's ground truth.
+
+Everything goes over the public API as a real cluster would send it: the topology
+(`PUT /v1/topology`), the jobs (`POST /v1/jobs`), raw log lines (`POST /v1/logs`, so the
+parsers are exercised) and service events (`POST /v1/events`); then `POST /v1/analyze`
+and the incidents are read back.
+"""
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import httpx
+import orjson
+
+from attribution.simulate import Scenario
+
+# An incident answers a fault when it is of the fault's job and its interruption began
+# this close to the moment the fault broke the job (or to the fault's first trace).
+MATCH_WINDOW = timedelta(minutes=20)
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _check(answer: httpx.Response, what: str) -> dict:
+    if answer.status_code >= 300:
+        raise RuntimeError(f"{what}: HTTP {answer.status_code}: {answer.text[:500]}")
+    return answer.json()
+
+
+def replay(client: httpx.Client, scenario: Scenario, *, batch: int = 5000,
+           progress: Callable[[int], None] | None = None) -> dict[str, int]:
+    """Send a scenario to the service; returns what was posted and what the parsers kept."""
+    _check(client.put("/v1/topology", content=orjson.dumps(scenario.topology),
+                      headers={"content-type": "application/json"}), "PUT /v1/topology")
+    for job in scenario.jobs:
+        _check(client.post("/v1/jobs", json=job), f"POST /v1/jobs {job['id']}")
+    lines: dict[tuple[str, str], list[str]] = defaultdict(list)
+    events: list[dict] = []
+    for record in scenario.records:
+        if record["type"] == "log":
+            lines[(record["host"], record["source"])].append(record["line"])
+        else:
+            events.append(record["event"])
+    totals = {"lines": 0, "parsed": 0, "events": 0, "accepted": 0}
+    for (host, source), chunk in lines.items():
+        for start in range(0, len(chunk), batch):
+            part = chunk[start:start + batch]
+            answer = _check(client.post("/v1/logs", json={"host": host, "source": source, "lines": part}), "POST /v1/logs")
+            totals["lines"] += len(part)
+            totals["parsed"] += answer["parsed"]
+            totals["accepted"] += answer["accepted"]
+            if progress:
+                progress(len(part))
+    for start in range(0, len(events), batch):
+        part = events[start:start + batch]
+        answer = _check(client.post("/v1/events", json=part), "POST /v1/events")
+        totals["events"] += len(part)
+        totals["accepted"] += answer["accepted"]
+        if progress:
+            progress(len(part))
+    _check(client.post("/v1/analyze", timeout=600), "POST /v1/analyze")
+    return totals
+
+
+def incidents(client: httpx.Client) -> list[dict]:
+    """Every incident, all pages."""
+    found, cursor = [], None
+    while True:
+        page = _check(client.get("/v1/incidents", params={"limit": 1000, **({"cursor": cursor} if cursor else {})}),
+                      "GET /v1/incidents")
+        found += page["incidents"]
+        if not (cursor := page["next"]):
+            return found
+
+
+@dataclass
+class Row:
+    """Scores of one fault mechanism."""
+
+    faults: int = 0
+    top1: int = 0
+    top3: int = 0
+    category: int = 0
+    missed: int = 0
+    split: int = 0
+    decoy_blamed: int = 0
+
+
+@dataclass
+class Report:
+    rows: dict[str, Row] = field(default_factory=dict)
+    merged: int = 0
+    spurious: int = 0
+    misses: list[dict] = field(default_factory=list)
+
+    @property
+    def total(self) -> Row:
+        total = Row()
+        for row in self.rows.values():
+            for name in vars(total):
+                setattr(total, name, getattr(total, name) + getattr(row, name))
+        return total
+
+    def as_dict(self) -> dict:
+        def pct(part: int, whole: int) -> float | None:
+            return round(100 * part / whole, 1) if whole else None
+
+        table = {}
+        for name, row in [*sorted(self.rows.items()), ("all", self.total)]:
+            table[name] = {**vars(row), "top1_pct": pct(row.top1, row.faults), "top3_pct": pct(row.top3, row.faults),
+                           "category_pct": pct(row.category, row.faults)}
+        return {"mechanisms": table, "merged": self.merged, "spurious": self.spurious, "misses": self.misses[:20]}
+
+
+def score(found: list[dict], truth: list[dict]) -> Report:
+    """Match incidents to faults (same job, start within MATCH_WINDOW) and count hits."""
+    report = Report()
+    claims: dict[str, list[str]] = defaultdict(list)
+    for fault in truth:
+        row = report.rows.setdefault(fault["mechanism"], Row())
+        row.faults += 1
+        moments = [_time(fault["time"]), _time(fault["onset"])]
+        matches = [
+            incident for incident in found
+            if incident["job"] == fault["job"]
+            and min(abs(_time(incident["interruption"]["start"]) - m) for m in moments) <= MATCH_WINDOW
+        ]
+        if not matches:
+            row.missed += 1
+            report.misses.append({"fault": fault["id"], "mechanism": fault["mechanism"], "truth": fault["root_component"], "got": None})
+            continue
+        if len(matches) > 1:
+            row.split += 1
+        best = min(matches, key=lambda i: min(abs(_time(i["interruption"]["start"]) - m) for m in moments))
+        claims[best["id"]].append(fault["id"])
+        root = best["root_cause"]
+        if root["component"] == fault["root_component"]:
+            row.top1 += 1
+        else:
+            report.misses.append({"fault": fault["id"], "mechanism": fault["mechanism"], "truth": fault["root_component"],
+                                  "got": root["component"], "incident": best["id"]})
+        if fault["root_component"] in [c["component"] for c in best["candidates"][:3]]:
+            row.top3 += 1
+        if root["category"] == fault["category"]:
+            row.category += 1
+        if root["component"] in fault.get("decoys", []):
+            row.decoy_blamed += 1
+    report.merged = sum(1 for faults in claims.values() if len(faults) > 1)
+    report.spurious = sum(1 for incident in found if incident["id"] not in claims)
+    return report

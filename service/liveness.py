@@ -1,0 +1,79 @@
+"""Host liveness: a host whose agent sends heartbeats and then goes quiet is marked lost.
+
+Agents post `host_heartbeat` (state `ok`) every few seconds; only hosts that have done so
+are watched, so hosts whose logs arrive through a central forwarder are never flagged.
+When a watched host has been silent for `timeout`, the service stores a `host_heartbeat`
+event with state `lost` at the moment it became overdue, which the engine reads as a
+silent host (SPEC §5 evidence: silence); the next heartbeat clears it.
+"""
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+
+log = logging.getLogger(__name__)
+
+
+class Liveness:
+    """Last heartbeat per watched host, and which hosts are currently marked lost."""
+
+    def __init__(self, timeout: timedelta) -> None:
+        self.timeout = timeout
+        self._last: dict[str, datetime] = {}
+        self._lost: set[str] = set()
+        self._lock = threading.Lock()
+
+    def beat(self, hosts: Iterable[str], now: datetime) -> None:
+        with self._lock:
+            for host in hosts:
+                self._last[host] = now
+                self._lost.discard(host)
+
+    def overdue(self, now: datetime) -> list[tuple[str, datetime]]:
+        """Hosts newly overdue, each with the moment it became so; they are marked lost."""
+        with self._lock:
+            newly = [(host, last + self.timeout) for host, last in self._last.items()
+                     if host not in self._lost and now - last > self.timeout]
+            self._lost.update(host for host, _ in newly)
+            return sorted(newly)
+
+    @property
+    def lost(self) -> set[str]:
+        with self._lock:
+            return set(self._lost)
+
+
+def lost_event(host: str, at: datetime, timeout: timedelta) -> dict:
+    """The event the service stores for a host gone quiet."""
+    return {
+        "time": at, "host": host, "kind": "host_heartbeat", "severity": "error",
+        "attrs": {"state": "lost", "source": "faultgraph", "timeout_s": timeout.total_seconds()},
+        "message": f"no heartbeat from {host}'s agent for {timeout.total_seconds():.0f} s",
+    }
+
+
+class LivenessWatcher:
+    """A thread that turns overdue hosts into stored `lost` events."""
+
+    def __init__(self, liveness: Liveness, store_events: Callable[[list[dict]], None]) -> None:
+        self._liveness = liveness
+        self._store = store_events
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="faultgraph-liveness", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        period = max(0.5, self._liveness.timeout.total_seconds() / 4)
+        while not self._stop.wait(period):
+            overdue = self._liveness.overdue(datetime.now(UTC))
+            if overdue:
+                log.warning("hosts lost (no heartbeat): %s", ", ".join(host for host, _ in overdue))
+                try:
+                    self._store([lost_event(host, at, self._liveness.timeout) for host, at in overdue])
+                except Exception:
+                    log.exception("could not store lost-host events")
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)

@@ -1,0 +1,183 @@
+"""The attribution engine and each evidence rule, as pure functions over a real generated
+64-host rail-optimized topology and a 512-rank job."""
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from attribution import evidence
+from attribution.classify import classify
+from attribution.cluster import ClusterSnapshot
+from attribution.engine import analyse
+from attribution.evidence import Item
+from attribution.generators import rail_optimized
+from attribution.topology import Topology
+
+T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
+HOSTS = [f"node{i:04d}" for i in range(64)]
+JOB = {"id": "j1", "start": "2026-11-29T00:00:00Z", "gpus_per_host": 8, "hosts": HOSTS,
+       "parallelism": {"tp": 8, "pp": 2, "dp": 32}}
+
+
+@pytest.fixture(scope="module")
+def topology() -> Topology:
+    return Topology.from_dict(rail_optimized(64))
+
+
+@pytest.fixture(scope="module")
+def cluster(topology) -> ClusterSnapshot:
+    return ClusterSnapshot(topology, [JOB])
+
+
+class Stream:
+    """Builds an event list the way the store hands it to the engine."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+
+    def add(self, kind: str, host: str, at: datetime, **fields) -> dict:
+        event = {"id": f"e{len(self.events):05d}", "time": at, "host": host, "kind": kind,
+                 "attrs": fields.pop("attrs", {}), **fields}
+        self.events.append(event)
+        return event
+
+    def timeouts(self, at: datetime, *, skip: set[int] = frozenset(), seq: int = 808, behind: dict | None = None) -> None:
+        for rank in range(512):
+            if rank not in skip:
+                attrs = {"op": "ALLREDUCE", "seq": (behind or {}).get(rank, seq), "timeout_ms": 600000, "elapsed_ms": 600000}
+                self.add("nccl_timeout", HOSTS[rank // 8], at, rank=rank, attrs=attrs)
+
+    def sorted(self) -> list[dict]:
+        return sorted(self.events, key=lambda e: (e["time"], e["id"]))
+
+
+def items(events, cluster) -> list[Item]:
+    return [Item(e, classify(e), cluster.resolve(e, cluster.placement("j1")) or e["host"], e["time"]) for e in events]
+
+
+def test_hardware_weighs_severity_and_closeness(cluster, topology):
+    stream = Stream()
+    near = stream.add("gpu_xid", "node0042", T0, severity="critical", attrs={"xid": 79, "pci": topology.attrs("node0042/gpu3")["pci"]})
+    far = stream.add("gpu_xid", "node0001", T0 - timedelta(minutes=9), severity="critical", attrs={"xid": 79, "pci": topology.attrs("node0001/gpu0")["pci"]})
+    mild = stream.add("pcie_aer", "node0002", T0, severity="warning", attrs={"severity": "corrected"})
+    votes = {v.component: v.score for v in evidence.hardware(items(stream.events, cluster), T0, topology)}
+    assert votes["node0042/gpu3"] == 1.0
+    assert votes["node0001/gpu0"] < 0.3 * votes["node0042/gpu3"]
+    assert votes["node0002"] < 0.2
+    assert near["id"] != far["id"] != mild["id"]
+
+
+def test_flapping_link_blames_the_cable(cluster, topology):
+    stream = Stream()
+    for minute in (0, 2, 4):
+        stream.add("nic_link", "node0042", T0 + timedelta(minutes=minute), attrs={"device": "mlx5_3", "state": "down"})
+        stream.add("nic_link", "node0042", T0 + timedelta(minutes=minute, seconds=30), attrs={"device": "mlx5_3", "state": "up"})
+    [vote] = evidence.flapping(items(stream.events, cluster), topology)
+    assert vote.component == "leaf-s1-r3~node0042/nic3" and vote.cause == "network_switch_cable"
+
+
+def test_common_component_blames_the_shared_leaf(cluster, topology):
+    stream = Stream()
+    for host in HOSTS[32:40]:  # scalable unit 1, rail 5
+        stream.add("nic_link", host, T0, severity="error", attrs={"device": "mlx5_5", "state": "down"})
+    votes = evidence.common_component(items(stream.events, cluster), topology)
+    assert [v.component for v in votes] == ["leaf-s1-r5"]
+    assert votes[0].score > 1.0
+
+
+def test_silence_points_at_the_quiet_rank_or_host(cluster):
+    placement = cluster.placement("j1")
+    stream = Stream()
+    stream.timeouts(T0, skip={42 * 8 + 3})
+    [vote] = evidence.silence(items(stream.events, cluster), placement)
+    assert vote.component == "node0042/gpu3"
+    stream = Stream()
+    stream.timeouts(T0, skip=set(range(80, 88)))
+    [vote] = evidence.silence(items(stream.events, cluster), placement)
+    assert vote.component == "node0010"
+
+
+def test_sequence_lag_finds_the_rank_that_never_arrived(cluster):
+    stream = Stream()
+    stream.timeouts(T0, behind={77: 807})
+    [vote] = evidence.sequence_lag(items(stream.events, cluster), cluster.placement("j1"))
+    assert vote.component == "node0009/gpu5" and vote.cause == "software_bug"
+
+
+def test_peers_named_by_several_reporters(cluster, topology):
+    stream = Stream()
+    ip = topology.attrs("node0042/nic3")["ip"]
+    for host in ("node0001", "node0002", "node0003"):
+        stream.add("nccl_error", host, T0, attrs={"peer": ip, "transport": "ib"})
+    votes = evidence.peers(items(stream.events, cluster), cluster, cluster.placement("j1"))
+    assert [v.component for v in votes] == ["node0042/nic3"]
+
+
+def test_gpu_off_the_bus_storm_is_one_incident_red_herring_ignored(cluster, topology):
+    stream = Stream()
+    stream.add("checkpoint_save", "node0000", T0 - timedelta(minutes=20), job="j1")
+    xid = stream.add("gpu_xid", "node0042", T0, severity="critical", attrs={"xid": 79, "pci": topology.attrs("node0042/gpu3")["pci"]})
+    stream.add("pcie_aer", "node0007", T0, severity="warning", attrs={"severity": "corrected"})  # red herring
+    stream.add("gpu_ecc", "node0063", T0 + timedelta(seconds=30), severity="warning", attrs={"type": "sbe"})
+    stream.timeouts(T0 + timedelta(minutes=10), skip={42 * 8 + 3})
+    stream.add("job_restart", "node0000", T0 + timedelta(minutes=16), job="j1")
+    [incident] = analyse(stream.sorted(), cluster)
+    assert incident.root_cause["component"] == "node0042/gpu3"
+    assert incident.root_cause["cause"] == "gpu_fell_off_bus" and incident.root_cause["evidence"][0] == xid["id"]
+    assert incident.root_cause["confidence"] > 0.8
+    assert incident.action["kind"] == "evict" and "replica 10" in incident.action["detail"]
+    assert incident.symptoms == 511 and incident.interruption["gpus"] == 512
+    assert incident.interruption["end"] == T0 + timedelta(minutes=16)
+    assert incident.interruption["gpu_hours_lost"] == pytest.approx(512 * 36 / 60, abs=0.01)
+
+
+def test_leaf_switch_down_is_blamed_on_the_switch(cluster):
+    stream = Stream()
+    for host in HOSTS[32:64]:
+        stream.add("nic_link", host, T0, severity="error", attrs={"device": "mlx5_2", "state": "down"})
+    stream.timeouts(T0 + timedelta(minutes=10))
+    [incident] = analyse(stream.sorted(), cluster)
+    assert incident.root_cause["component"] == "leaf-s1-r2"
+    assert incident.root_cause["category"] == "network"
+    assert incident.action["kind"] == "restart"
+
+
+def test_software_hang_with_no_hardware_trace(cluster):
+    stream = Stream()
+    stream.timeouts(T0, behind={300: 806})
+    [incident] = analyse(stream.sorted(), cluster)
+    assert incident.root_cause["component"] == "node0037/gpu4"
+    assert incident.root_cause["category"] == "software" and incident.action["kind"] == "restart"
+
+
+def test_planned_maintenance_is_planned(cluster):
+    stream = Stream()
+    stream.add("maintenance", "node0005", T0, attrs={"planned": True, "scope": "node0005", "text": "BIOS update"})
+    stream.add("job_restart", "node0000", T0 + timedelta(minutes=30), job="j1")
+    [incident] = analyse(stream.sorted(), cluster)
+    assert incident.planned and incident.root_cause["cause"] == "planned_maintenance"
+    assert incident.action["kind"] == "none"
+
+
+def test_independent_faults_in_two_jobs_are_two_incidents(topology):
+    job_b = {"id": "j2", "gpus_per_host": 8, "hosts": [f"node{i:04d}" for i in range(32, 64)]}
+    job_a = {"id": "j1", "gpus_per_host": 8, "hosts": HOSTS[:32]}
+    cluster = ClusterSnapshot(topology, [job_a, job_b])
+    stream = Stream()
+    stream.add("gpu_xid", "node0005", T0, severity="critical", attrs={"xid": 79, "pci": topology.attrs("node0005/gpu1")["pci"]})
+    stream.add("gpu_xid", "node0040", T0 + timedelta(seconds=20), severity="critical", attrs={"xid": 48, "pci": topology.attrs("node0040/gpu6")["pci"]})
+    incidents = {d.job: d.root_cause for d in analyse(stream.sorted(), cluster)}
+    assert incidents["j1"]["component"] == "node0005/gpu1" and incidents["j2"]["component"] == "node0040/gpu6"
+    assert incidents["j2"]["cause"] == "gpu_hbm"
+
+
+def test_arrival_order_does_not_matter(cluster, topology):
+    stream = Stream()
+    stream.add("gpu_xid", "node0042", T0, severity="critical", attrs={"xid": 79, "pci": topology.attrs("node0042/gpu3")["pci"]})
+    stream.timeouts(T0 + timedelta(minutes=10), skip={42 * 8 + 3})
+    shuffled = list(stream.events)
+    random.Random(3).shuffle(shuffled)
+    ordered = sorted(shuffled, key=lambda e: (e["time"], e["id"]))
+    first, second = analyse(stream.sorted(), cluster), analyse(ordered, cluster)
+    assert [(d.scope, d.start, d.root_cause) for d in first] == [(d.scope, d.start, d.root_cause) for d in second]
