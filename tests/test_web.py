@@ -35,7 +35,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     """A server with two incidents: 8 hosts (resolved) and 2,048 hosts / 16,384 ranks (open)."""
     server: Server = start_server(f"duckdb:///{tmp_path_factory.mktemp('web') / 'web.duckdb'}")
     small = gpu_falls_off("llama-small", "node0042", hosts=8)
-    big = [e for e in gpu_falls_off("llama-405b", "node1234", hosts=2048, at=T0 + timedelta(hours=2), first=0)
+    # on hosts of its own (node4096…node6143), so the small job's fault is not also this job's
+    big = [e for e in gpu_falls_off("llama-405b", "node5000", hosts=2048, at=T0 + timedelta(hours=2), first=4096)
            if e["kind"] != "job_restart"]  # no restart yet: still open
     for batch in (small, big):
         assert server.client.post("/v1/events", json=batch).json()["rejected"] == []
@@ -193,12 +194,12 @@ def test_token_is_sent_as_bearer(live, page):
 def test_acknowledge_from_the_incident_page(live, page):
     incident = live["big"]
     open_page(page, f"{live['server'].url}/ui/incident.html?id={incident['id']}")
-    page.fill("#note", "looking at node1234")
+    page.fill("#note", "looking at node5000")
     with page.expect_navigation():
         page.click("#ack")
     page.wait_for_selector("body[data-ready=true]")
     stored = live["server"].client.get(f"/v1/incidents/{incident['id']}").json()
-    assert stored["status"] == "acknowledged" and stored["notes"][-1]["text"] == "looking at node1234"
+    assert stored["status"] == "acknowledged" and stored["notes"][-1]["text"] == "looking at node5000"
     assert page.locator(".facts .badge").inner_text() == "acknowledged"
 
 
