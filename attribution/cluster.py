@@ -1,7 +1,8 @@
-"""The cluster as the engine sees it at one moment: the graph, the resolver, the jobs.
+"""The cluster as the engine sees it: the graph, the resolver, the jobs.
 
-One immutable snapshot; the service builds a new one when the topology or the job list
-changes, and the simulator and tests build theirs from the same JSON the API takes.
+`ClusterSnapshot` holds them in memory, built from the same JSON the API takes, for the
+engine's tests, `faultgraph eval` in process and the simulator; the service's own
+`service.cluster.Cluster` (persisted, updated by ingest) answers the same questions.
 """
 
 from collections import defaultdict
@@ -18,6 +19,18 @@ def _aware(value: Any) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
     return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def fabric_reach(topology: Topology | None, hosts: Iterable[str]) -> frozenset[str]:
+    """The hosts plus the fabric switches their NICs plug into: where a fault can touch them."""
+    hosts = set(hosts)
+    switches: set[str] = set()
+    if topology is not None:
+        for host in hosts:
+            for component in topology.host_components(host):
+                if topology.type_of(component) == "nic":
+                    switches.update(n for n in topology.neighbours(component) if topology.type_of(n) == "switch")
+    return frozenset(hosts | switches)
 
 
 class ClusterSnapshot:
@@ -45,22 +58,15 @@ class ClusterSnapshot:
             self._by_host[host].append((job["id"], start, end))
 
     def reach(self, hosts: Iterable[str], *, job: str | None = None) -> frozenset[str]:
-        """The hosts plus the fabric switches their NICs plug into: where a fault can touch
-        them. A job's reach is computed once per snapshot."""
-        if job is not None and job in self._reach:
-            return self._reach[job]
-        hosts = set(hosts)
-        switches: set[str] = set()
-        topology = self.topology
-        if topology is not None:
-            for host in hosts:
-                for component in topology.host_components(host):
-                    if topology.type_of(component) == "nic":
-                        switches.update(n for n in topology.neighbours(component) if topology.type_of(n) == "switch")
-        reach = frozenset(hosts | switches)
-        if job is not None:
-            self._reach[job] = reach
-        return reach
+        """`fabric_reach` of the hosts; a job's is computed once per snapshot."""
+        if job is None:
+            return fabric_reach(self.topology, hosts)
+        if job not in self._reach:
+            self._reach[job] = fabric_reach(self.topology, hosts)
+        return self._reach[job]
+
+    def has_jobs(self) -> bool:
+        return bool(self.jobs)
 
     def placement(self, job: str) -> Placement | None:
         return self._placements.get(job)

@@ -51,6 +51,8 @@ class Cluster(Protocol):
 
     def reach(self, hosts: Iterable[str], *, job: str | None = None) -> frozenset[str]: ...
 
+    def has_jobs(self) -> bool: ...
+
 
 @dataclass
 class Draft:
@@ -115,13 +117,7 @@ def _scopes(item: Item, cluster: Cluster, observed: dict[str, set[str]]) -> list
         if cluster.topology.type_of(item.component) == "switch":  # a fabric switch: the jobs below it
             hosts = {cluster.topology.host_of(n) for n in cluster.topology.neighbours(item.component)}
             jobs = sorted({job for host in hosts if host for job in cluster.jobs_on(host, item.time)})
-    if jobs:
-        return [f"job:{job}" for job in jobs]
-    # Where jobs are known, a fault on an idle host interrupts nothing: it stays on the
-    # timeline as evidence. Only where no job is known at all is the host the scope.
-    if item.signal.role != "symptom" and (cluster.jobs or observed):
-        return []
-    return [f"host:{item.event['host']}"]
+    return [f"job:{job}" for job in jobs] or [f"host:{item.event['host']}"]
 
 
 def _restarts(items: Sequence[Item]) -> dict[str, list[datetime]]:
@@ -173,11 +169,18 @@ def _evidence(draft: Draft, hardware: Sequence[Item], cluster: Cluster, placemen
     else:
         reach = cluster.reach({item.event["host"] for item in draft.members})
     low, high = draft.start - LOOKBACK, draft.last + LOOKAHEAD
-    return [
-        item for item in hardware
-        if low <= item.time <= high
-        and (item.event["host"] in reach or (item.component or "").split("~")[0].split("/")[0] in reach)
-    ]
+    return [item for item in hardware if low <= item.time <= high and _touches(item, reach, cluster.topology)]
+
+
+def _touches(item: Item, reach: frozenset[str], topology: Topology | None) -> bool:
+    """Whether a hardware event is on the reach: on one of its hosts or switches, or on a
+    NIC cabled to one of its switches (a spare host's port on the job's leaf)."""
+    component = item.component or ""
+    if item.event["host"] in reach or component.split("~")[0].split("/")[0] in reach:
+        return True
+    if topology is not None and topology.type_of(component) == "nic":
+        return any(neighbour in reach for neighbour in topology.neighbours(component))
+    return False
 
 
 def _combine(votes: Sequence[Vote]) -> dict[str, dict]:
@@ -261,7 +264,11 @@ def _interruption(draft: Draft, lifecycle: Sequence[Item], cluster: Cluster, pla
                   failed_at: datetime) -> dict:
     """When the job stopped, when it ran again, and what that cost (attribution/ledger.py)."""
     job_events = [item for item in lifecycle if draft.job and item.event.get("job") == draft.job]
-    resumed = next((i.time for i in job_events if i.event["kind"] in ("job_start", "job_restart", "job_end") and i.time > draft.last), None)
+    # The interruption ends when the job runs again; a job that was ended instead ends it
+    # too, but costs no downtime: its GPUs went back to the scheduler.
+    after = [i for i in job_events if i.time > draft.last and i.event["kind"] in ("job_start", "job_restart", "job_end")]
+    resumed = next((i.time for i in after if i.event["kind"] != "job_end"), None)
+    ended = after[0].time if after else None
     saved = max((i.time for i in job_events if i.event["kind"] == "checkpoint_save" and i.time <= failed_at), default=None)
     since = max((i.time for i in job_events if i.event["kind"] in ("job_start", "job_restart") and i.time <= failed_at), default=None)
     if placement is not None:
@@ -271,7 +278,7 @@ def _interruption(draft: Draft, lifecycle: Sequence[Item], cluster: Cluster, pla
     else:
         gpus = max(1, len({(i.event["host"], i.event.get("rank")) for i in draft.members}))
     lost = gpu_hours_lost(gpus=gpus, failed_at=failed_at, resumed_at=resumed, last_checkpoint_at=saved, running_since=since)
-    return {"start": failed_at, "end": resumed, "gpus": gpus, "gpu_hours_lost": round(lost["gpu_hours_lost"], 3)}
+    return {"start": failed_at, "end": ended, "gpus": gpus, "gpu_hours_lost": round(lost["gpu_hours_lost"], 3)}
 
 
 def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item], cluster: Cluster) -> None:
@@ -337,4 +344,7 @@ def analyse(events: Sequence[dict], cluster: Cluster) -> list[Draft]:
     drafts = _group(items, cluster)
     for draft in drafts:
         attribute(draft, hardware, lifecycle, cluster)
-    return drafts
+    # A fault on an idle host that a job's incident already explains (a spare host's port
+    # on the leaf that died) is part of that incident, not an interruption of its own.
+    explained = {item.id for draft in drafts if draft.job for item in draft.evidence}
+    return [d for d in drafts if d.job or any(item.id not in explained for item in d.members)]

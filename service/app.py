@@ -13,13 +13,17 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from service import alerts, metrics, store
+from service.cluster import Cluster
 from service.config import Settings
 from service.events import views as events_views
-from attribution.cluster import ClusterSnapshot
 from service.events.models import events
 from service.incidents import views as incidents_views
 from service.incidents.flows import IncidentRunner
+from service.jobs import views as jobs_views
 from service.liveness import Liveness, LivenessWatcher
+from service.logs import views as logs_views
+from service.stats import views as stats_views
+from service.topology import views as topology_views
 from service.writer import GroupWriter
 
 log = logging.getLogger("faultgraph")
@@ -35,6 +39,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = store.make_engine(settings.db_url)
         store.init_schema(engine)
         app.state.engine = engine
+        cluster = Cluster(engine)
+        cluster.load()
+        app.state.cluster = cluster
+        app.state.enrich = cluster.enrich
         app.state.writer = GroupWriter(
             engine,
             partial(store.insert_ignoring_duplicates, table_name="events"),
@@ -64,10 +72,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="Fault-diagnosis timeline for GPU training clusters")
     app.state.settings = settings
     app.state.enrich = None
-    app.state.cluster = ClusterSnapshot()
     app.state.liveness = Liveness(timedelta(seconds=settings.heartbeat_timeout_s))
     app.include_router(events_views.router)
     app.include_router(incidents_views.router)
+    app.include_router(topology_views.router)
+    app.include_router(jobs_views.router)
+    app.include_router(stats_views.router)
+    app.include_router(logs_views.router)
     metrics.install(app, metrics.Metrics())
     app.mount("/ui", StaticFiles(directory=WEB_DIR, html=True), name="ui")
 

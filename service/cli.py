@@ -1,18 +1,29 @@
 """The `faultgraph` command: the server, and the tools around it."""
 
+import inspect
 import logging
+import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Annotated
 
+import httpx
+import orjson
 import typer
 import uvicorn
+from rich.console import Console
+from rich.table import Table
 
+from attribution.generators import LAYOUTS
+from service import client
 from service.app import create_app
+from service.client import JsonOption, TokenOption, UrlOption
 from service.config import Settings
+from service.stats import render as stats_render
 
 app = typer.Typer(help="faultgraph: the fault-diagnosis timeline of a GPU training cluster.", no_args_is_help=True)
-
-
+topology_app = typer.Typer(help="Generate cluster topologies and upload them.", no_args_is_help=True)
+app.add_typer(topology_app, name="topology")
 
 @app.callback()
 def main() -> None:
@@ -52,6 +63,216 @@ def simulate(
         raise typer.BadParameter(str(exc)) from exc
     scenario.save(out)
     typer.echo(f"{len(scenario.truth)} faults, {len(scenario.records)} records, {len(scenario.jobs)} jobs written to {out}")
+@topology_app.command("generate")
+def topology_generate(
+    layout: Annotated[str, typer.Argument(help=f"One of: {', '.join(LAYOUTS)}.")],
+    hosts: Annotated[int | None, typer.Option(help="Hosts (rail-optimized).")] = None,
+    gpus_per_host: Annotated[int | None, typer.Option(help="GPUs, and NICs, per host.")] = None,
+    nvswitches: Annotated[int | None, typer.Option(help="NVSwitches per host.")] = None,
+    hosts_per_su: Annotated[int | None, typer.Option(help="Hosts per scalable unit (one leaf per rail each).")] = None,
+    spines: Annotated[int | None, typer.Option(help="Spine switches (default: non-blocking).")] = None,
+    host_prefix: Annotated[str | None, typer.Option(help="Host name prefix, e.g. node → node0042.")] = None,
+    fabric: Annotated[str | None, typer.Option(help="ib or eth.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of standard output.")] = None,
+) -> None:
+    """Write a generated topology as the JSON body of PUT /v1/topology."""
+    generator = LAYOUTS.get(layout)
+    if generator is None:
+        raise typer.BadParameter(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}", param_hint="LAYOUT")
+    given = {name: value for name, value in {
+        "hosts": hosts, "gpus_per_host": gpus_per_host, "nvswitches": nvswitches, "hosts_per_su": hosts_per_su,
+        "spines": spines, "host_prefix": host_prefix, "fabric": fabric,
+    }.items() if value is not None}
+    accepted = inspect.signature(generator).parameters
+    unused = [f"--{name.replace('_', '-')}" for name in given if name not in accepted]
+    if unused:
+        raise typer.BadParameter(f"{layout} does not take {', '.join(unused)}")
+    try:
+        body = generator(**given)
+    except (TypeError, ValueError) as exc:
+        raise typer.BadParameter(str(exc)) from None
+    blob = orjson.dumps(body)
+    if output is None:
+        sys.stdout.buffer.write(blob + b"\n")
+    else:
+        output.write_bytes(blob)
+
+
+@topology_app.command("upload")
+def topology_upload(
+    file: Annotated[Path, typer.Argument(help="A topology JSON file ('-' for standard input).", allow_dash=True)],
+    url: Annotated[str, typer.Option(help="The service, e.g. http://127.0.0.1:8080.", envvar="FAULTGRAPH_URL")] = "http://127.0.0.1:8080",
+    token: Annotated[str | None, typer.Option(help="Bearer token with the admin role.", envvar="FAULTGRAPH_TOKEN")] = None,
+) -> None:
+    """Replace the service's topology with FILE; prints the new version and its counts."""
+    try:
+        body = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
+    except OSError as exc:
+        typer.echo(f"cannot read {file}: {exc.strerror}", err=True)
+        raise typer.Exit(1) from None
+    headers = {"content-type": "application/json"}
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    try:
+        answer = httpx.put(url.rstrip("/") + "/v1/topology", content=body, headers=headers, timeout=600)
+    except httpx.HTTPError as exc:
+        typer.echo(f"upload failed: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if answer.status_code != 200:
+        try:
+            detail = answer.json().get("detail", answer.text)
+        except ValueError:
+            detail = answer.text
+        typer.echo(f"upload refused ({answer.status_code}): {detail}", err=True)
+        raise typer.Exit(1)
+    typer.echo(answer.text)
+def _show(url: str, token: str | None, path: str, params: dict, as_json: bool,
+          tables: Callable[[dict], list[Table]]) -> None:
+    """Fetch one answer and print it as JSON or as tables with its notes; errors exit 1."""
+    try:
+        answer = client.get(url, path, token=token, params=params)
+    except client.ApiError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    console = Console()
+    if as_json:
+        console.print_json(data=answer)
+        return
+    for table in tables(answer):
+        console.print(table)
+    for part in (answer, answer.get("simulated") or {}):
+        if (text := stats_render.notes(part)) is not None:
+            console.print(text)
+
+
+SinceOption = Annotated[str | None, typer.Option(help="Window start: RFC 3339 with a zone, or epoch seconds.")]
+UntilOption = Annotated[str | None, typer.Option(help="Window end: RFC 3339 with a zone, or epoch seconds.")]
+
+
+@app.command()
+def mtbf(
+    scope: Annotated[str, typer.Option(help="'cluster', a component type (gpu, host, nic, switch, …) or a job.")] = "cluster",
+    since: SinceOption = None,
+    until: UntilOption = None,
+    include_planned: Annotated[bool, typer.Option("--include-planned", help="Count planned interruptions too.")] = False,
+    project_to: Annotated[int | None, typer.Option(help="For a type: the MTBF a job on this many units would see.")] = None,
+    url: UrlOption = client.DEFAULT_URL,
+    token: TokenOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Mean time between interruptions, with its 95% interval (GET /v1/stats/mtbf)."""
+    params = {"scope": scope, "since": since, "until": until, "project_to": project_to,
+              "include_planned": "true" if include_planned else None}
+    _show(url, token, "/v1/stats/mtbf", params, as_json, stats_render.mtbf)
+
+
+@app.command()
+def causes(
+    since: SinceOption = None,
+    until: UntilOption = None,
+    job: Annotated[str | None, typer.Option(help="Only this job's interruptions.")] = None,
+    url: UrlOption = client.DEFAULT_URL,
+    token: TokenOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The interruption ledger: count, share and GPU-hours lost per category and cause (GET /v1/stats/causes)."""
+    _show(url, token, "/v1/stats/causes", {"since": since, "until": until, "job": job}, as_json, stats_render.causes)
+
+
+@app.command()
+def checkpoint(
+    save_minutes: Annotated[float | None, typer.Option(help="Time to save a checkpoint; default measured.")] = None,
+    restart_minutes: Annotated[float | None, typer.Option(help="Time to restart from one; default measured.")] = None,
+    mtbf_hours: Annotated[float | None, typer.Option(help="The job's MTBF; default the cluster's measured one.")] = None,
+    interval_minutes: Annotated[float | None, typer.Option(help="The interval in use; default Young's.")] = None,
+    simulate: Annotated[int | None, typer.Option(help="Also run this many Monte Carlo runs (capped by the server).")] = None,
+    distribution: Annotated[str, typer.Option(help="Failures in the simulation: exponential or weibull.")] = "exponential",
+    shape: Annotated[float | None, typer.Option(help="Weibull shape; default the measured fit.")] = None,
+    url: UrlOption = client.DEFAULT_URL,
+    token: TokenOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Young's and Daly's checkpoint intervals and the goodput they give (GET /v1/stats/checkpoint)."""
+    params = {"save_minutes": save_minutes, "restart_minutes": restart_minutes, "mtbf_hours": mtbf_hours,
+              "interval_minutes": interval_minutes, "simulate": simulate, "distribution": distribution, "shape": shape}
+    _show(url, token, "/v1/stats/checkpoint", params, as_json, stats_render.checkpoint)
+
+
+@app.command("eval")
+def evaluate(
+    scenario: Annotated[Path | None, typer.Option(help="A directory written by `faultgraph simulate`; default: generate one.")] = None,
+    faults: Annotated[int, typer.Option(help="Faults to generate when no --scenario is given.")] = 200,
+    hosts: Annotated[int, typer.Option(help="Hosts of the generated cluster.")] = 128,
+    seed: Annotated[int, typer.Option(help="Seed of the generated scenario.")] = 0,
+    url: Annotated[str | None, typer.Option(help="A running service to replay into (it should be empty); default: a throwaway server.", envvar="FAULTGRAPH_URL")] = None,
+    token: TokenOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Replay a simulated scenario through the service and score the incidents against its ground truth."""
+    import tempfile
+
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from attribution import simulate as sim
+    from service import evaluate as ev
+
+    loaded = sim.Scenario.load(scenario) if scenario else sim.scenario_set(faults, seed=seed, hosts=hosts)
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+
+    def run(base: str) -> ev.Report:
+        with httpx.Client(base_url=base, headers=headers, timeout=600) as http, Progress(transient=True) as progress:
+            task = progress.add_task("replaying", total=len(loaded.records))
+            ev.replay(http, loaded, progress=lambda n: progress.advance(task, n))
+            return ev.score(ev.incidents(http), loaded.truth)
+
+    if url:
+        report = run(url)
+    else:
+        with tempfile.TemporaryDirectory() as tmp, ev.throwaway_server(Path(tmp)) as base:
+            report = run(base)
+    result = report.as_dict()
+    if as_json:
+        typer.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+        return
+    table = Table(title=f"faultgraph eval: {len(loaded.truth)} faults")
+    for column in ("mechanism", "faults", "top-1 %", "top-3 %", "category %", "missed", "split", "decoy blamed"):
+        table.add_column(column, justify="left" if column == "mechanism" else "right")
+    for name, row in result["mechanisms"].items():
+        table.add_row(name, str(row["faults"]), str(row["top1_pct"]), str(row["top3_pct"]), str(row["category_pct"]),
+                      str(row["missed"]), str(row["split"]), str(row["decoy_blamed"]))
+    console = Console()
+    console.print(table)
+    console.print(f"incidents merged wrongly: {result['merged']}; incidents matching no fault: {result['spurious']}")
+
+
+@app.command()
+def agent(
+    url: Annotated[str | None, typer.Option(help="The service, e.g. http://faultgraph:8080.")] = None,
+    token: Annotated[str | None, typer.Option(envvar="FAULTGRAPH_TOKEN", help="Bearer token of role agent (env FAULTGRAPH_TOKEN).")] = None,
+    file: Annotated[list[str] | None, typer.Option("--file", help="A file or glob to follow like tail -F; repeatable.")] = None,
+    kmsg: Annotated[bool | None, typer.Option("--kmsg/--no-kmsg", help="Read the kernel log (/dev/kmsg, else journalctl -k).")] = None,
+    state_dir: Annotated[Path | None, typer.Option(help="Spool and saved positions (default /var/lib/faultgraph-agent).")] = None,
+    config: Annotated[Path | None, typer.Option(help="TOML file with the same settings (flags win).")] = None,
+    host: Annotated[str | None, typer.Option(help="This host's name in events (default: the hostname).")] = None,
+    read_from: Annotated[str | None, typer.Option(help="Files present at the very first start: end (default) or beginning.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every queued batch.")] = False,
+) -> None:
+    """Run the host agent: follow logs, parse at the edge, spool, post to the service."""
+    from ingest.agent.run import Agent, load_config, run_until_signalled
+
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        settings = load_config(config, url=url, token=token, files=file, kmsg=kmsg, state_dir=state_dir,
+                               host=host, read_from=read_from)
+        host_agent = Agent(settings)
+    except (ValueError, OSError) as exc:
+        raise typer.BadParameter(str(exc)) from None
+    run_until_signalled(host_agent)
 
 
 from service.oncall_cli import register as register_oncall  # noqa: E402  (incidents, show, timeline, ack, resolve, demo)

@@ -19,6 +19,8 @@ def default_db_url() -> str:
 class Settings:
     db_url: str = field(default_factory=lambda: os.environ.get("FAULTGRAPH_DB") or default_db_url())
     max_body_bytes: int = int(os.environ.get("FAULTGRAPH_MAX_BODY_BYTES", 16 * MiB))
+    # PUT /v1/topology only: a 4,096-host graph is ~35 MB of JSON.
+    max_topology_bytes: int = int(os.environ.get("FAULTGRAPH_MAX_TOPOLOGY_BYTES", 256 * MiB))
     max_batch_events: int = int(os.environ.get("FAULTGRAPH_MAX_BATCH_EVENTS", 100_000))
     # Batches waiting for the single writer; past this the service answers 503 + Retry-After.
     writer_queue_batches: int = int(os.environ.get("FAULTGRAPH_WRITER_QUEUE", 512))

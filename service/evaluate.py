@@ -2,20 +2,27 @@
 incidents it produced against the scenario's ground truth.
 
 Everything goes over the public API as a real cluster would send it: the topology
-(`PUT /v1/topology`), the jobs (`POST /v1/jobs`), raw log lines (`POST /v1/logs`, so the
-parsers are exercised) and service events (`POST /v1/events`); then `POST /v1/analyze`
-and the incidents are read back.
+(`PUT /v1/topology`), the jobs (`POST /v1/jobs`), the hosts' log lines parsed at the
+edge as the host agent parses them and the services' events (`POST /v1/events`); then
+`POST /v1/analyze`, and the incidents are read back.
 """
 
+import socket
+import subprocess
+import sys
+import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import httpx
 import orjson
 
 from attribution.simulate import Scenario
+from ingest.parse import parse_line
 
 # An incident answers a fault when it is of the fault's job and its interruption began
 # this close to the moment the fault broke the job (or to the fault's first trace).
@@ -34,35 +41,42 @@ def _check(answer: httpx.Response, what: str) -> dict:
 
 def replay(client: httpx.Client, scenario: Scenario, *, batch: int = 5000,
            progress: Callable[[int], None] | None = None) -> dict[str, int]:
-    """Send a scenario to the service; returns what was posted and what the parsers kept."""
+    """Send a scenario to the service as its hosts would; returns what was sent and kept.
+
+    Log lines are parsed at the edge, as `faultgraph agent` does, with the moment each
+    was written as its receive time: lines that carry no timestamp of their own (NCCL's
+    `WARN` lines) then land when they were written, not when the replay runs.
+    """
     _check(client.put("/v1/topology", content=orjson.dumps(scenario.topology),
                       headers={"content-type": "application/json"}), "PUT /v1/topology")
     for job in scenario.jobs:
         _check(client.post("/v1/jobs", json=job), f"POST /v1/jobs {job['id']}")
-    lines: dict[tuple[str, str], list[str]] = defaultdict(list)
-    events: list[dict] = []
-    for record in scenario.records:
-        if record["type"] == "log":
-            lines[(record["host"], record["source"])].append(record["line"])
-        else:
-            events.append(record["event"])
     totals = {"lines": 0, "parsed": 0, "events": 0, "accepted": 0}
-    for (host, source), chunk in lines.items():
-        for start in range(0, len(chunk), batch):
-            part = chunk[start:start + batch]
-            answer = _check(client.post("/v1/logs", json={"host": host, "source": source, "lines": part}), "POST /v1/logs")
-            totals["lines"] += len(part)
-            totals["parsed"] += answer["parsed"]
-            totals["accepted"] += answer["accepted"]
-            if progress:
-                progress(len(part))
-    for start in range(0, len(events), batch):
-        part = events[start:start + batch]
-        answer = _check(client.post("/v1/events", json=part), "POST /v1/events")
-        totals["events"] += len(part)
+    pending: list[dict] = []
+
+    def flush() -> None:
+        answer = _check(client.post("/v1/events", content=orjson.dumps(pending),
+                                    headers={"content-type": "application/json"}), "POST /v1/events")
+        totals["events"] += len(pending)
         totals["accepted"] += answer["accepted"]
         if progress:
-            progress(len(part))
+            progress(len(pending))
+        pending.clear()
+
+    for record in scenario.records:
+        if record["type"] == "log":
+            totals["lines"] += 1
+            event = parse_line(record["line"], host=record["host"], source=record["source"], received=_time(record["time"]))
+            if event is None:
+                continue
+            totals["parsed"] += 1
+        else:
+            event = record["event"]
+        pending.append(event)
+        if len(pending) >= batch:
+            flush()
+    if pending:
+        flush()
     _check(client.post("/v1/analyze", timeout=600), "POST /v1/analyze")
     return totals
 
@@ -153,3 +167,31 @@ def score(found: list[dict], truth: list[dict]) -> Report:
     report.merged = sum(1 for faults in claims.values() if len(faults) > 1)
     report.spurious = sum(1 for incident in found if incident["id"] not in claims)
     return report
+
+
+@contextmanager
+def throwaway_server(directory: Path) -> Iterator[str]:
+    """A `faultgraph serve` on a free loopback port over a fresh DuckDB file; yields its URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--db", f"duckdb:///{directory / 'eval.duckdb'}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the throwaway server did not start")
+            time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=60)

@@ -1,5 +1,6 @@
 """The on-call commands: `incidents`, `show`, `timeline`, `ack`, `resolve` over the REST
-API, and `demo`, which serves a simulated day so the UI has something to show.
+API (through service/client.py), and `demo`, which serves a simulated run of faults so the
+UI has something to show.
 
 Registered on the main `faultgraph` app by `register(app)` (see service/cli.py), so the
 module can be imported without importing the CLI that imports it.
@@ -14,8 +15,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
+import httpx
 import uvicorn
 from rich.console import Console
 from rich.markup import escape
@@ -25,44 +26,28 @@ from rich.table import Table
 from rich.text import Text
 
 from attribution.causes import CAUSE_CATEGORY
+from service import client, evaluate
 from service import demo as demo_day
-from service import evaluate
+from service.client import JsonOption as AsJson
+from service.client import TokenOption as Token
+from service.client import UrlOption as Url
 
 # Piped output is read by people too (less, a ticket): no 80-column squeeze; scripts use --json.
 console = Console() if sys.stdout.isatty() else Console(width=160)
 errors = Console(stderr=True)
 
-Url = Annotated[str, typer.Option("--url", envvar="FAULTGRAPH_URL", help="The service's address (env FAULTGRAPH_URL).")]
-Token = Annotated[str | None, typer.Option("--token", envvar="FAULTGRAPH_TOKEN", help="Bearer token (env FAULTGRAPH_TOKEN).")]
-AsJson = Annotated[bool, typer.Option("--json", help="Print the API's JSON instead of a table.")]
 Incident = Annotated[str, typer.Argument(help="Incident id, e.g. inc-000123.")]
-DEFAULT_URL = "http://127.0.0.1:8080"
 STATUS_STYLE = {"open": "bold red", "acknowledged": "yellow", "resolved": "green"}
 # `timeline` prints these kinds one per line; the storm of symptoms is summarised.
 SYMPTOM_KINDS = frozenset({"nccl_timeout", "nccl_error", "host_heartbeat", "train_anomaly"})
-UPLOAD_BATCH = 500
 
 
-class Api:
-    """The REST API with the bearer token; failures become a one-line message and exit 1."""
-
-    def __init__(self, url: str, token: str | None) -> None:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.url = url.rstrip("/")
-        self.client = httpx.Client(base_url=self.url, headers=headers, timeout=120)
-
-    def call(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            response = self.client.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            fail(f"cannot reach {self.url}: {exc}")
-        if response.status_code >= 400:
-            try:
-                detail = response.json().get("detail", response.text)
-            except ValueError:
-                detail = response.text
-            fail(f"{method} {path}: HTTP {response.status_code}: {detail}")
-        return response.json()
+def call(method: str, url: str, path: str, token: str | None, **kwargs: Any) -> Any:
+    """The API's answer; a failure becomes a one-line message and exit status 1."""
+    try:
+        return client.request(method, url, path, token=token, **kwargs)
+    except client.ApiError as exc:
+        fail(str(exc))
 
 
 def fail(message: str) -> None:
@@ -84,7 +69,7 @@ def root_text(incident: dict) -> str:
     return f"{root.get('cause', 'unknown')} [{root.get('category', '?')}]{confirmed}"
 
 
-def list_incidents(url: Url = DEFAULT_URL, token: Token = None,
+def list_incidents(url: Url = client.DEFAULT_URL, token: Token = None,
                    status: Annotated[str | None, typer.Option(help="open, acknowledged or resolved.")] = None,
                    job: Annotated[str | None, typer.Option(help="Only this job's incidents.")] = None,
                    category: Annotated[str | None, typer.Option(help="gpu, host, network, software, maintenance, unknown.")] = None,
@@ -93,7 +78,7 @@ def list_incidents(url: Url = DEFAULT_URL, token: Token = None,
                    as_json: AsJson = False) -> None:
     """Incidents, newest first."""
     params = {k: v for k, v in {"status": status, "job": job, "category": category, "since": since, "limit": limit}.items() if v is not None}
-    page = Api(url, token).call("GET", "/v1/incidents", params=params)
+    page = call("GET", url, "/v1/incidents", token, params=params)
     if as_json:
         emit_json(page)
         return
@@ -115,9 +100,9 @@ def list_incidents(url: Url = DEFAULT_URL, token: Token = None,
     console.print(table)
 
 
-def show(incident_id: Incident, url: Url = DEFAULT_URL, token: Token = None, as_json: AsJson = False) -> None:
+def show(incident_id: Incident, url: Url = client.DEFAULT_URL, token: Token = None, as_json: AsJson = False) -> None:
     """One incident: root cause, explanation, action, candidates, cost."""
-    incident = Api(url, token).call("GET", f"/v1/incidents/{incident_id}")
+    incident = call("GET", url, f"/v1/incidents/{incident_id}", token)
     if as_json:
         emit_json(incident)
         return
@@ -143,13 +128,12 @@ def show(incident_id: Incident, url: Url = DEFAULT_URL, token: Token = None, as_
     console.print(Panel("\n".join(lines), title=escape(incident["id"]), title_align="left", highlight=False))
 
 
-def timeline(incident_id: Incident, url: Url = DEFAULT_URL, token: Token = None,
+def timeline(incident_id: Incident, url: Url = client.DEFAULT_URL, token: Token = None,
              every: Annotated[bool, typer.Option("--all", help="Every symptom on its own line, not summarised.")] = False,
              as_json: AsJson = False) -> None:
     """The incident's events in time order; symptoms away from the root's host are summarised."""
-    api = Api(url, token)
-    incident = api.call("GET", f"/v1/incidents/{incident_id}")
-    events = api.call("GET", f"/v1/incidents/{incident_id}/timeline")["events"]
+    incident = call("GET", url, f"/v1/incidents/{incident_id}", token)
+    events = call("GET", url, f"/v1/incidents/{incident_id}/timeline", token)["events"]
     if as_json:
         emit_json(events)
         return
@@ -176,22 +160,18 @@ def timeline(incident_id: Incident, url: Url = DEFAULT_URL, token: Token = None,
         console.print(f"… and {kinds} on {len(summarised_hosts):,} other hosts (--all prints them)")
 
 
-def _patch(api: Api, incident_id: str, body: dict) -> dict:
-    return api.call("PATCH", f"/v1/incidents/{incident_id}", json=body)
-
-
-def ack(incident_id: Incident, url: Url = DEFAULT_URL, token: Token = None,
+def ack(incident_id: Incident, url: Url = client.DEFAULT_URL, token: Token = None,
         note: Annotated[str | None, typer.Option(help="A note for the incident's record.")] = None,
         as_json: AsJson = False) -> None:
     """Acknowledge: someone is on it."""
-    incident = _patch(Api(url, token), incident_id, {"status": "acknowledged", **({"note": note} if note else {})})
+    incident = call("PATCH", url, f"/v1/incidents/{incident_id}", token, json={"status": "acknowledged", **({"note": note} if note else {})})
     if as_json:
         emit_json(incident)
     else:
         console.print(f"{incident['id']} acknowledged")
 
 
-def resolve(incident_id: Incident, url: Url = DEFAULT_URL, token: Token = None,
+def resolve(incident_id: Incident, url: Url = client.DEFAULT_URL, token: Token = None,
             cause: Annotated[str | None, typer.Option(help="The confirmed cause (SPEC §6), e.g. gpu_hbm; its category follows.")] = None,
             component: Annotated[str | None, typer.Option(help="The confirmed root component, e.g. node0042/gpu3.")] = None,
             note: Annotated[str | None, typer.Option(help="A note for the incident's record.")] = None,
@@ -204,41 +184,22 @@ def resolve(incident_id: Incident, url: Url = DEFAULT_URL, token: Token = None,
         body["root_cause"] = {k: v for k, v in {"cause": cause, "component": component}.items() if v}
     if note:
         body["note"] = note
-    incident = _patch(Api(url, token), incident_id, body)
+    incident = call("PATCH", url, f"/v1/incidents/{incident_id}", token, json=body)
     if as_json:
         emit_json(incident)
     else:
         console.print(f"{incident['id']} resolved: {root_text(incident)} on {incident['root_cause'].get('component')}", markup=False)
 
 
-def _replay(api: Api, app, sent, progress: Progress) -> None:
-    """Replay over the API as `faultgraph eval` does; where the server lacks the topology,
-    jobs or raw-log routes, load the cluster in process and post parsed events instead."""
-    task = progress.add_task("replaying the simulated day", total=len(sent.records))
-    try:
-        evaluate.replay(api.client, sent, batch=UPLOAD_BATCH, progress=lambda n: progress.advance(task, n))
-        return
-    except RuntimeError as exc:
-        if not any(f"HTTP {code}" in str(exc) for code in (404, 405)):
-            fail(f"replaying the demo: {exc}")
-    events = demo_day.in_process(app, sent)
-    progress.reset(task, total=len(events), description="posting the simulated day's events")
-    for first in range(0, len(events), UPLOAD_BATCH):
-        batch = events[first:first + UPLOAD_BATCH]
-        api.call("POST", "/v1/events", json=batch)
-        progress.advance(task, len(batch))
-    api.call("POST", "/v1/analyze")
-
-
-def _seed(server: uvicorn.Server, app, url: str, hosts: int) -> None:
-    """Wait for the server, replay the simulated day, print where to look."""
+def _seed(server: uvicorn.Server, url: str, hosts: int) -> None:
+    """Wait for the server, replay the simulated run as `faultgraph eval` does, print where to look."""
     while not server.started:
         time.sleep(0.05)
-    api = Api(url, None)
     sent = demo_day.scenario(hosts)
-    with Progress(console=console, transient=False) as progress:
-        _replay(api, app, sent, progress)
-    incidents = api.call("GET", "/v1/incidents", params={"limit": 1000})["incidents"]
+    with Progress(console=console) as progress, httpx.Client(base_url=url, timeout=600) as http:
+        task = progress.add_task("replaying the simulated faults", total=len(sent.records))
+        evaluate.replay(http, sent, progress=lambda n: progress.advance(task, n), batch=demo_day.BATCH)
+    incidents = call("GET", url, "/v1/incidents", None, params={"limit": 1000})["incidents"]
     console.print(f"{len(sent.records):,} log lines and events, {len(sent.truth)} faults injected; "
                   f"{len(incidents)} incidents", highlight=False)
     console.print(f"UI:             {url}/ui/", highlight=False)
@@ -260,14 +221,14 @@ def demo(host: Annotated[str, typer.Option(help="Address to listen on.")] = "127
     app = create_app(Settings(db_url=db_url))
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
     console.print(f"faultgraph demo: data in {db_url}", highlight=False)
-    seeding = threading.Thread(target=_seed_or_stop, args=(server, app, f"http://{host}:{port}", hosts), daemon=True)
+    seeding = threading.Thread(target=_seed_or_stop, args=(server, f"http://{host}:{port}", hosts), daemon=True)
     seeding.start()
     server.run()
 
 
-def _seed_or_stop(server: uvicorn.Server, app, url: str, hosts: int) -> None:
+def _seed_or_stop(server: uvicorn.Server, url: str, hosts: int) -> None:
     try:
-        _seed(server, app, url, hosts)
+        _seed(server, url, hosts)
     except (typer.Exit, Exception) as exc:  # the server must not outlive a failed demo
         if not isinstance(exc, typer.Exit):
             errors.print(f"[red]error:[/red] the demo could not be loaded: {exc}", highlight=False)

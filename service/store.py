@@ -37,6 +37,8 @@ def init_schema(engine: Engine) -> None:
     """Create missing tables and record the schema version; refuse a newer database."""
     import service.events.models  # noqa: F401  (each registers its tables on `metadata`)
     import service.incidents.models  # noqa: F401
+    import service.jobs.models  # noqa: F401
+    import service.topology.models  # noqa: F401
 
     metadata.create_all(engine)
     with engine.begin() as conn:

@@ -45,7 +45,7 @@ def test_incidents_table_json_and_filters(loaded):
     result = cli("incidents", "--status", "open", "--json", env={"FAULTGRAPH_URL": loaded["url"]})
     assert [i["id"] for i in json.loads(result.output)["incidents"]] == [loaded["b"]["id"]]
     result = cli("incidents", "--category", "nonsense", "--url", loaded["url"])
-    assert result.exit_code == 1 and "HTTP 400" in result.output and "category" in result.output
+    assert result.exit_code == 1 and "400 from /v1/incidents" in result.output and "category" in result.output
 
 
 def test_show_and_timeline(loaded):
@@ -80,7 +80,7 @@ def test_ack_and_resolve_with_cause(loaded):
     result = cli("resolve", incident["id"], "--cause", "gremlins", "--url", loaded["url"])
     assert result.exit_code == 1 and "expected one of" in result.output
     result = cli("ack", "inc-999999", "--url", loaded["url"])
-    assert result.exit_code == 1 and "HTTP 404" in result.output
+    assert result.exit_code == 1 and "404 from" in result.output
 
 
 def test_unreachable_server_is_one_line_not_a_traceback():

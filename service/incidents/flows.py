@@ -20,8 +20,8 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from attribution.cluster import ClusterSnapshot
-from attribution.engine import GAP, LONG_GAP, LOOKBACK, Draft, analyse
+
+from attribution.engine import GAP, LONG_GAP, LOOKBACK, Cluster, Draft, analyse
 from service import store
 from service.events.models import events
 from service.incidents.models import engine_state, incident_events, incidents
@@ -76,8 +76,9 @@ def _load_events(conn: Connection, low: datetime, high: datetime) -> list[dict]:
 
 
 def _overlapping(conn: Connection, low: datetime, high: datetime) -> list[sa.Row]:
+    """Stored incidents whose span comes within GAP of [low, high]."""
     return conn.execute(
-        sa.select(incidents).where(incidents.c.start <= high + LONG_GAP, incidents.c.last >= low - LONG_GAP)
+        sa.select(incidents).where(incidents.c.start <= high + GAP, incidents.c.last >= low - GAP)
         .order_by(incidents.c.number)
     ).fetchall()
 
@@ -149,7 +150,7 @@ def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row]) -> di
     return {"opened": opened, "updated": updated, "removed": removed}
 
 
-def analyze_pending(engine: Engine, cluster: ClusterSnapshot) -> dict[str, int]:
+def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
     """One engine pass over everything committed since the last pass."""
     with engine.connect() as conn:
         last = _last_seq(conn)
@@ -162,13 +163,17 @@ def analyze_pending(engine: Engine, cluster: ClusterSnapshot) -> dict[str, int]:
         result = {"events": count or 0, "opened": 0, "updated": 0, "removed": 0}
         if top is None:
             return result
-        low, high = low - MARGIN, high + MARGIN
-        touching = _overlapping(conn, low, high)
+        # The core: the new events' span and every stored incident it touches. The engine
+        # reads the core plus a margin (so incidents at its edges are seen whole), but only
+        # the incidents overlapping the core are rewritten.
+        touching = _overlapping(conn, low - MARGIN, high + MARGIN)
         if relevant or touching:
-            for row in touching:
-                low, high = min(low, row.start - MARGIN), max(high, row.last + MARGIN)
-            drafts = analyse(_load_events(conn, low, high), cluster)
-            result |= reconcile(conn, drafts, _overlapping(conn, low, high))
+            core_low = min([low, *(row.start for row in touching)])
+            core_high = max([high, *(row.last for row in touching)])
+            drafts = analyse(_load_events(conn, core_low - MARGIN, core_high + MARGIN), cluster)
+            low_utc, high_utc = core_low.replace(tzinfo=UTC), core_high.replace(tzinfo=UTC)
+            drafts = [d for d in drafts if d.last >= low_utc - GAP and d.start <= high_utc + GAP]
+            result |= reconcile(conn, drafts, _overlapping(conn, core_low, core_high))
         _save_seq(conn, top)
         conn.commit()
         return result
@@ -177,7 +182,7 @@ def analyze_pending(engine: Engine, cluster: ClusterSnapshot) -> dict[str, int]:
 class IncidentRunner:
     """Runs `analyze_pending` in the background after commits, and on demand."""
 
-    def __init__(self, engine: Engine, cluster: Callable[[], ClusterSnapshot], *, interval: float = 1.0) -> None:
+    def __init__(self, engine: Engine, cluster: Callable[[], Cluster], *, interval: float = 1.0) -> None:
         self._engine = engine
         self._cluster = cluster
         self._interval = interval

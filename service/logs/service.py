@@ -1,0 +1,111 @@
+"""Raw log lines → events: parse with the agent's rules, give each event a stable id.
+
+A line's id must survive a retried post and still tell two real occurrences apart. It is
+derived from the host, the source, the line's text, the time the event got (the line's
+own timestamp where it has one) and which occurrence of that exact text in the post it is;
+with a sender-chosen `batch` name it is the batch and the line's index instead, which is
+also stable for lines without a timestamp (whose time is the receive time).
+"""
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from ingest.parse import parse_line
+from service.events.service import BodyError
+from service.logs.models import LogsBody, LogsBodyAdapter
+
+
+@dataclass
+class ParsedLogs:
+    """Events made from a post's lines; `line_of[i]` is the index of the line event i came from."""
+
+    lines: int
+    unmatched: int
+    events: list[dict[str, Any]] = field(default_factory=list)
+    line_of: list[int] = field(default_factory=list)
+
+
+def decode(body: bytes, *, content_type: str, query: dict[str, str | None], max_lines: int) -> LogsBody:
+    """The JSON body `{"host", "source", "lines", "job"?, "batch"?}`, or newline-delimited
+    text with `host`/`source`/`job`/`batch` as query parameters; BodyError when unusable."""
+    # curl -d sends form-urlencoded: a body that opens an object is JSON unless it says text.
+    if "json" in content_type or ("text/" not in content_type and body.lstrip()[:1] == b"{"):
+        try:
+            logs = LogsBodyAdapter.validate_json(body)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "body"
+            raise BodyError(f'{where}: {first["msg"]} (expected {{"host": ..., "source": ..., "lines": [...]}})', 422) from None
+    else:
+        # "\n" only: str.splitlines would also cut at form feeds and U+2028 inside a line
+        lines = body.decode("utf-8", errors="replace").split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        fields = {name: value for name, value in query.items() if value}
+        try:
+            logs = LogsBodyAdapter.validate_python({**fields, "lines": lines})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise BodyError(f"query parameter {where}: {first['msg']} (text bodies name host and source in the query)", 422) from None
+    if len(logs["lines"]) > max_lines:
+        raise BodyError(f"{len(logs['lines'])} lines exceed the limit of {max_lines} per post; split it", 413)
+    return logs
+
+
+def line_id(*, host: str, source: str, line: str, time: datetime, occurrence: int) -> str:
+    """The id of the event parsed from `line`: the same for a retried post, distinct for the
+    second of two identical lines in one post."""
+    key = "\x1f".join((host, source, time.isoformat(), str(occurrence), line))
+    return "l-" + hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def batch_line_id(*, host: str, source: str, batch: str, index: int) -> str:
+    """The id of the event from line `index` of the sender's named batch."""
+    key = "\x1f".join((host, source, batch, str(index)))
+    return "l-" + hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def parse(logs: LogsBody, *, received: datetime) -> ParsedLogs:
+    """Each line through the parsers; matching lines become events with ids (and `job`)."""
+    host, source = logs["host"], logs.get("source") or ""
+    job, batch = logs.get("job"), logs.get("batch")
+    parsed = ParsedLogs(lines=len(logs["lines"]), unmatched=0)
+    seen: dict[str, int] = {}
+    for index, line in enumerate(logs["lines"]):
+        event = parse_line(line, host=host, source=source or None, received=received)
+        if event is None:
+            parsed.unmatched += 1
+            continue
+        line = line.rstrip("\r\n")
+        occurrence = seen[line] = seen.get(line, -1) + 1
+        if batch:
+            event["id"] = batch_line_id(host=host, source=source, batch=batch, index=index)
+        else:
+            event["id"] = line_id(host=event["host"], source=source, line=line, time=event["time"],
+                                  occurrence=occurrence)
+        if job:
+            event["job"] = job
+        parsed.events.append(event)
+        parsed.line_of.append(index)
+    return parsed
+
+
+def encode(parsed: ParsedLogs) -> tuple[bytes, list[int], list[dict]]:
+    """The events as a JSON array for the events ingest path, the line index of each, and
+    the lines whose event cannot be JSON at all (a number past 64 bits) as rejections."""
+    encoded: list[bytes] = []
+    line_of: list[int] = []
+    rejected: list[dict] = []
+    for event, index in zip(parsed.events, parsed.line_of):
+        try:
+            encoded.append(orjson.dumps(event))
+            line_of.append(index)
+        except orjson.JSONEncodeError as exc:
+            rejected.append({"index": index, "error": f"the event parsed from this line is not representable: {exc}"})
+    return b"[" + b",".join(encoded) + b"]", line_of, rejected

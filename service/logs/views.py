@@ -1,0 +1,60 @@
+"""Route of raw log lines: `POST /v1/logs` (SPEC §8), parsed centrally by the agent's rules."""
+
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from service.events.service import BodyError
+from service.events.views import store_events
+from service.http import read_body
+from service.logs import service
+from service.logs.models import LogsBodyAdapter
+
+router = APIRouter(prefix="/v1", tags=["logs"])
+
+LOGS_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": LogsBodyAdapter.json_schema(ref_template="#/components/schemas/{model}")},
+            "text/plain": {"schema": {"type": "string"}},
+        },
+    }
+}
+
+
+def _parse(body: bytes, content_type: str, query: dict[str, str | None], max_lines: int) -> service.ParsedLogs:
+    logs = service.decode(body, content_type=content_type, query=query, max_lines=max_lines)
+    return service.parse(logs, received=datetime.now(UTC))
+
+
+@router.post("/logs", openapi_extra=LOGS_BODY)
+async def post_logs(request: Request) -> JSONResponse:
+    """Parse raw lines of one host: `{"host", "source", "lines", "job"?}`, or text with
+    `?host=&source=`. Lines matching no rule are counted, not stored."""
+    settings = request.app.state.settings
+    body = await read_body(request, settings.max_body_bytes)
+    query = {name: request.query_params.get(name) for name in ("host", "source", "job", "batch")}
+    try:
+        parsed = await run_in_threadpool(_parse, body, request.headers.get("content-type", ""), query,
+                                         settings.max_batch_events)
+    except BodyError as exc:
+        raise HTTPException(exc.status, str(exc)) from None
+    body, line_of, rejected = service.encode(parsed)
+    stored = {"accepted": 0, "duplicates": 0, "rejected": []}
+    if line_of:
+        stored = await store_events(request, body, "application/json")
+    rejected += [{**entry, "index": line_of[entry["index"]]} for entry in stored["rejected"]]
+    rejected.sort(key=lambda entry: entry["index"])
+    result = {
+        "lines": parsed.lines,
+        "parsed": len(parsed.events),
+        "unmatched": parsed.unmatched,
+        "accepted": stored["accepted"],
+        "duplicates": stored["duplicates"],
+        "rejected": rejected,
+    }
+    status = 422 if rejected and not stored["accepted"] and not stored["duplicates"] else 200
+    return JSONResponse(result, status_code=status)

@@ -1,0 +1,127 @@
+"""Routes of the cluster graph: `PUT/GET /v1/topology`, `GET /v1/topology/components/{id}`.
+
+Roles (SPEC §9): PUT needs `admin`; the GETs need `reader`.
+"""
+
+from typing import Annotated
+
+import sqlalchemy as sa
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from attribution.topology import TopologyError
+from service.cluster import Cluster
+from service.events import service as events_service
+from service.events.models import events
+from service.http import read_body
+from service.topology import service
+
+router = APIRouter(prefix="/v1/topology", tags=["topology"])
+
+TOPOLOGY_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["components"],
+                    "properties": {
+                        "components": {"type": "array", "items": {"type": "object"}},
+                        "links": {"type": "array", "items": {"type": "object"}},
+                    },
+                },
+            }
+        },
+    }
+}
+
+
+def _replace(cluster: Cluster, engine: sa.Engine, body: bytes) -> dict:
+    """Validate, store as the next version, and make it current (one upload at a time)."""
+    with cluster.building():
+        topology, graph_json = service.decode(body)
+        with engine.begin() as conn:
+            stored = service.create(conn, topology=topology, graph_json=graph_json)
+        cluster.use_topology(topology, stored["version"])
+    return stored
+
+
+@router.put("", openapi_extra=TOPOLOGY_BODY)
+async def put_topology(request: Request) -> JSONResponse:
+    """Replace the cluster graph; the answer names the new version and its counts. An
+    invalid graph is refused (422) with every problem named (first few offenders each)."""
+    state = request.app.state
+    body = await read_body(request, state.settings.max_topology_bytes)
+    try:
+        stored = await run_in_threadpool(_replace, state.cluster, state.engine, body)
+    except TopologyError as exc:
+        return JSONResponse({"detail": str(exc), "problems": exc.problems}, status_code=422)
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+    return JSONResponse(stored)
+
+
+@router.get("")
+def get_topology(request: Request, version: Annotated[int | None, Query(ge=1)] = None) -> Response:
+    """The current graph (or `?version=`), with `version` and `created` beside
+    `components` and `links`; a body that can be PUT back as is."""
+    with request.app.state.engine.connect() as conn:
+        row = service.get(conn, version=version)
+    if row is None:
+        raise HTTPException(404, "no topology uploaded yet" if version is None else f"no topology version {version}")
+    return Response(service.body_json(row), media_type="application/json")
+
+
+@router.get("/versions")
+def get_versions(request: Request) -> dict:
+    """Every stored version's counts, newest first (bodies stay in the store)."""
+    with request.app.state.engine.connect() as conn:
+        return {"versions": service.get_all(conn)}
+
+
+@router.get("/components/{component:path}")
+def get_component(
+    request: Request,
+    component: str,
+    events_limit: Annotated[int, Query(alias="events", ge=0, le=1000)] = 50,
+) -> dict:
+    """One component or link of the current graph (aliases such as `node0042/mlx5_2` or a
+    PCI address accepted): its neighbours, links, other names, and its latest events."""
+    cluster: Cluster = request.app.state.cluster
+    graph = cluster.graph
+    if graph.topology is None:
+        raise HTTPException(404, f"unknown component {component!r}: no topology uploaded yet")
+    canonical = graph.resolver.canonical(component)
+    if canonical is None:
+        raise HTTPException(404, f"unknown component {component!r} in topology version {graph.version}")
+    link = graph.topology.link(canonical)
+    if link is not None:
+        found = {**link, "kind": "link", "neighbours": [link["a"], link["b"]], "links": [], "aliases": []}
+    else:
+        found = {
+            **graph.topology.component(canonical),
+            "kind": "component",
+            "neighbours": graph.topology.neighbours(canonical),
+            "links": graph.topology.links_of(canonical),
+            "aliases": graph.resolver.aliases(canonical),
+        }
+    found["topology_version"] = graph.version
+    found["events"] = _latest_events(request, canonical, events_limit)
+    return found
+
+
+def _latest_events(request: Request, component: str, limit: int) -> list[dict]:
+    """The component's (and its parts') most recent events, newest first."""
+    if limit == 0:
+        return []
+    flt = events_service.EventFilter(component=component)
+    query = (
+        sa.select(events)
+        .where(*events_service.where_clauses(flt))
+        .order_by(events.c.time.desc(), events.c.id.desc())
+        .limit(limit)
+    )
+    with request.app.state.engine.connect() as conn:
+        return [events_service.row_to_event(row) for row in conn.execute(query)]

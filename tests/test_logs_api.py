@@ -1,0 +1,143 @@
+"""`POST /v1/logs` over HTTP: raw lines parsed by the agent's rules, stored once.
+
+One server for the module; each test posts for its own host and reads back only that host.
+"""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from conftest import Server, start_server
+
+
+def xid(host: str) -> str:
+    return f"2026-11-29T08:00:00.123456+00:00 {host} kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+
+
+def aer(host: str) -> str:
+    return f"Nov 29 08:00:01 {host} kernel: pcieport 0000:00:01.0: AER: Uncorrected (Fatal) error received: 0000:3b:00.0"
+
+
+def nccl_warn(host: str) -> str:
+    return (f"{host}:1234:5678 [3] NCCL WARN NET/IB : Got completion from peer 10.0.35.1<52646> with status=12 opcode=0 "
+            "len=0 vendor err 129 (Recv) localGid ::ffff:10.0.35.2 remoteGids::ffff:10.0.35.1")
+
+
+WATCHDOG = ("[rank115]:[E1129 08:00:02.000000 1234 ProcessGroupNCCL.cpp:616] [Rank 115] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.")
+NOISE = ["Nov 29 08:00:00 node0042 systemd[1]: Started Session 4 of user root.", "", "hello world"]
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    db: Path = tmp_path_factory.mktemp("logs") / "faultgraph.duckdb"
+    server: Server = start_server(f"duckdb:///{db}")
+    yield server.client
+    server.stop()
+
+
+def events_of(client: httpx.Client, host: str, **params) -> list[dict]:
+    response = client.get("/v1/events", params={"limit": 10_000, "host": host, **params})
+    assert response.status_code == 200, response.text
+    return response.json()["events"]
+
+
+def test_json_body_counts_lines_and_stores_matches(client: httpx.Client) -> None:
+    host = "json01"
+    body = {"host": host, "source": "kmsg", "lines": [xid(host), *NOISE, aer("json01b"), nccl_warn(host)]}
+    response = client.post("/v1/logs", json=body)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"lines": 6, "parsed": 3, "unmatched": 3, "accepted": 3, "duplicates": 0, "rejected": []}
+    stored = {e["kind"]: e for e in events_of(client, host)}
+    assert set(stored) == {"gpu_xid", "nccl_error"}
+    assert stored["gpu_xid"]["time"] == "2026-11-29T08:00:00.123456Z"
+    assert stored["gpu_xid"]["attrs"]["xid"] == 79 and stored["gpu_xid"]["attrs"]["source"] == "kmsg"
+    # the syslog header's host wins over the body's
+    assert [e["kind"] for e in events_of(client, "json01b")] == ["pcie_aer"]
+
+
+def test_retried_post_is_stored_once(client: httpx.Client) -> None:
+    host = "retry01"
+    body = {"host": host, "source": "kmsg", "lines": [xid(host), aer(host)]}
+    first = client.post("/v1/logs", json=body).json()
+    again = client.post("/v1/logs", json=body).json()
+    assert (first["accepted"], first["duplicates"]) == (2, 0)
+    assert (again["accepted"], again["duplicates"]) == (0, 2)
+    assert len(events_of(client, host)) == 2
+
+
+def test_identical_lines_in_one_post_are_distinct_events(client: httpx.Client) -> None:
+    host = "same01"
+    body = {"host": host, "source": "kmsg", "lines": [xid(host)] * 3}
+    assert client.post("/v1/logs", json=body).json()["accepted"] == 3
+    assert client.post("/v1/logs", json=body).json()["duplicates"] == 3
+    assert len(events_of(client, host)) == 3
+
+
+def test_named_batch_makes_untimestamped_lines_idempotent(client: httpx.Client) -> None:
+    host = "batch01"
+    body = {"host": host, "source": "train", "batch": f"{host}-train-17", "lines": [nccl_warn(host)]}
+    assert client.post("/v1/logs", json=body).json()["accepted"] == 1
+    assert client.post("/v1/logs", json=body).json()["duplicates"] == 1
+    # without a batch name an untimestamped line takes the receive time: a later post is a new occurrence
+    assert client.post("/v1/logs", json={**body, "batch": None}).json()["accepted"] == 1
+
+
+def test_text_body_with_query_parameters(client: httpx.Client) -> None:
+    host = "text01"
+    text = "\n".join([xid(host), "noise", WATCHDOG]) + "\n"
+    response = client.post("/v1/logs", params={"host": host, "source": "train", "job": "llama-405b-r7"},
+                           content=text, headers={"content-type": "text/plain"})
+    assert response.status_code == 200, response.text
+    assert response.json()["lines"] == 3 and response.json()["accepted"] == 2
+    stored = {e["kind"]: e for e in events_of(client, host, job="llama-405b-r7")}
+    assert set(stored) == {"gpu_xid", "nccl_timeout"}
+    assert stored["nccl_timeout"]["rank"] == 115
+    assert stored["nccl_timeout"]["time"] == "2026-11-29T08:00:02.000000Z"
+
+
+def test_text_lines_split_at_newlines_only(client: httpx.Client) -> None:
+    host = "split01"
+    text = "noise\fwith a form feed\u2028and a line separator\r\n" + xid(host) + "\r\n"
+    response = client.post(f"/v1/logs?host={host}", content=text.encode(), headers={"content-type": "text/plain"})
+    assert response.json()["lines"] == 2 and response.json()["accepted"] == 1
+
+
+def test_bad_bodies_are_4xx_naming_the_problem(client: httpx.Client) -> None:
+    cases = [
+        (b"", "application/json"),
+        (b"{not json", "application/json"),
+        (b'{"host": "node0042"}', "application/json"),
+        (b'{"host": "node0042", "lines": "one line"}', "application/json"),
+        (b'{"host": "node0042", "lines": [1, 2]}', "application/json"),
+        (b'{"host": "no spaces allowed", "lines": []}', "application/json"),
+        (b"[1, 2, 3]", "application/json"),
+    ]
+    for body, content_type in cases:
+        response = client.post("/v1/logs", content=body, headers={"content-type": content_type})
+        assert 400 <= response.status_code < 500, (body, response.status_code, response.text)
+        assert response.json()["detail"], body
+    response = client.post("/v1/logs", content=xid("bad01"), headers={"content-type": "text/plain"})
+    assert response.status_code == 422 and "host" in response.json()["detail"]
+
+
+def test_undecodable_bytes_and_odd_lines_never_fail(client: httpx.Client) -> None:
+    host = "odd01"
+    text = (b"\xff\xfe\x00garbage\n" + xid(host).encode() + b"\n\x00\x01\x02\n"
+            + b"NVRM: Xid (PCI:0000:3b:00): " + b"9" * 400 + b"\n")
+    response = client.post(f"/v1/logs?host={host}&source=kmsg", content=text, headers={"content-type": "text/plain"})
+    assert response.status_code == 200, response.text
+    assert response.json()["accepted"] == 1
+    assert [r["index"] for r in response.json()["rejected"]] == [3]  # the Xid number past 64 bits
+
+
+def test_rejected_event_names_its_line(client: httpx.Client) -> None:
+    # A syslog header host the envelope refuses (too long) rejects that line only.
+    bad_host = aer("n" * 300)
+    response = client.post("/v1/logs", json={"host": "reject01", "lines": ["noise", bad_host, xid("reject01")]})
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert result["accepted"] == 1
+    assert [r["index"] for r in result["rejected"]] == [1]

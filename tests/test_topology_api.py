@@ -1,0 +1,229 @@
+"""The cluster graph over HTTP: upload, versions, component lookup, and resolution of
+raw identifiers on ingest — against a real server process and DuckDB file."""
+
+import copy
+import subprocess
+import sys
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from attribution.generators import heterogeneous_example, rail_optimized
+from conftest import Server, start_server
+
+T0 = "2026-11-29T08:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def small() -> dict:
+    """Four DGX-style hosts in two scalable units: leaves and a spine tier to cross."""
+    return rail_optimized(4, hosts_per_su=2)
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory) -> Server:
+    """One server for the tests whose uploads all fail (or do not care about versions)."""
+    server = start_server(f"duckdb:///{tmp_path_factory.mktemp('fuzz') / 'faultgraph.duckdb'}")
+    yield server
+    server.stop()
+
+
+def put(server: Server, body) -> object:
+    return server.client.put("/v1/topology", content=orjson.dumps(body))
+
+
+def normal(body: dict) -> tuple[list, list]:
+    """Components and links in a comparable order."""
+    return (
+        sorted(body["components"], key=lambda c: c["id"]),
+        sorted(body["links"], key=lambda lk: (lk["a"], lk["b"])),
+    )
+
+
+def stored_component(server: Server, event: dict) -> str:
+    answer = server.client.post("/v1/events", json=[{"time": T0, **event}]).json()
+    assert answer["accepted"] == 1, answer
+    found = server.client.get("/v1/events", params={"kind": event["kind"], "host": event["host"]}).json()["events"]
+    return found[-1]["component"]
+
+
+def test_round_trip_and_versions(server: Server, small: dict) -> None:
+    assert server.client.get("/v1/topology").status_code == 404
+
+    first = put(server, small)
+    assert first.status_code == 200, first.text
+    assert first.json() | {"created": None} == {
+        "version": 1, "created": None, "components": len(small["components"]),
+        "links": len(small["links"]), "hosts": 4, "gpus": 32,
+    }
+    got = server.client.get("/v1/topology").json()
+    assert got["version"] == 1
+    assert normal(got) == normal(small)
+
+    mixed = heterogeneous_example()
+    assert put(server, mixed).json()["version"] == 2
+    assert normal(server.client.get("/v1/topology").json()) == normal(mixed)
+    assert normal(server.client.get("/v1/topology", params={"version": 1}).json()) == normal(small)
+    assert [v["version"] for v in server.client.get("/v1/topology/versions").json()["versions"]] == [2, 1]
+    missing = server.client.get("/v1/topology", params={"version": 7})
+    assert missing.status_code == 404 and "7" in missing.json()["detail"]
+
+    # What GET answers can be PUT back as it is.
+    assert put(server, got).json()["version"] == 3
+    assert normal(server.client.get("/v1/topology").json()) == normal(small)
+
+
+def test_invalid_graph_names_offenders_and_stores_nothing(server: Server, small: dict) -> None:
+    bad = copy.deepcopy(small)
+    bad["components"][0]["type"] = "toaster"
+    bad["components"].append(copy.deepcopy(bad["components"][1]))
+    bad["links"].append({"a": "node0000/gpu0", "b": "node0099/gpu0", "type": "nvlink"})
+    answer = put(server, bad)
+    assert answer.status_code == 422
+    detail = answer.json()["detail"]
+    assert "toaster" in detail
+    assert f"duplicate component id: {bad['components'][1]['id']}" in detail
+    assert "node0099/gpu0" in detail and "dangling" in detail
+    assert len(answer.json()["problems"]) == 3
+    assert server.client.get("/v1/topology").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "words"),
+    [
+        (b"{not json", 400, "not valid JSON"),
+        (b"[1, 2]", 422, "body must be an object"),
+        (b'{"components": {}}', 422, "`components` must be a list"),
+        (b'{"components": [{"id": "a~b", "type": "gpu"}]}', 422, "containing '~'"),
+    ],
+)
+def test_malformed_bodies(shared_server: Server, body: bytes, status: int, words: str) -> None:
+    answer = shared_server.client.put("/v1/topology", content=body)
+    assert answer.status_code == status
+    assert words in answer.json()["detail"]
+
+
+def test_body_limit_is_its_own_setting(db_url: str, small: dict) -> None:
+    server = start_server(db_url, env={"FAULTGRAPH_MAX_TOPOLOGY_BYTES": "1000"})
+    try:
+        answer = put(server, small)
+        assert answer.status_code == 413 and "1000" in answer.json()["detail"]
+    finally:
+        server.stop()
+
+
+def test_component_lookup(server: Server, small: dict) -> None:
+    put(server, small)
+    gpu = server.client.get("/v1/topology/components/node0001/gpu3").json()
+    assert gpu["type"] == "gpu" and gpu["host"] == "node0001" and gpu["kind"] == "component"
+    assert {f"node0001/nvswitch{i}" for i in range(4)} <= set(gpu["neighbours"])
+    assert "node0001/gpu3~node0001/nvswitch0" in {lk["id"] for lk in gpu["links"]}
+    assert gpu["attrs"]["pci"] in gpu["aliases"] and gpu["topology_version"] == 1
+
+    nic = server.client.get("/v1/topology/components/node0001/mlx5_2").json()
+    assert nic["id"] == "node0001/nic2"
+    assert set(nic["neighbours"]) == {"node0001/pciesw1", "leaf-s0-r2"}
+
+    link = server.client.get("/v1/topology/components/node0001/nic2~leaf-s0-r2").json()
+    assert link["kind"] == "link" and link["id"] == "leaf-s0-r2~node0001/nic2" and link["type"] == "ib"
+
+    unknown = server.client.get("/v1/topology/components/node0001/gpu42")
+    assert unknown.status_code == 404 and "node0001/gpu42" in unknown.json()["detail"]
+
+
+def test_component_shows_its_latest_events(server: Server, small: dict) -> None:
+    put(server, small)
+    gpu = server.client.get("/v1/topology/components/node0002/gpu5").json()
+    events = [
+        {"time": f"2026-11-29T08:0{i}:00Z", "host": "node0002", "kind": "gpu_xid", "attrs": {"xid": 79 + i, "pci": gpu["attrs"]["pci"]}}
+        for i in range(3)
+    ]
+    events.append({"time": T0, "host": "node0002", "kind": "gpu_xid", "attrs": {"xid": 1, "pci": "0000:18:00"}})
+    assert server.client.post("/v1/events", json=events).json()["accepted"] == 4
+    shown = server.client.get("/v1/topology/components/node0002/gpu5", params={"events": 2}).json()["events"]
+    assert [e["attrs"]["xid"] for e in shown] == [81, 80]
+    assert all(e["component"] == "node0002/gpu5" for e in shown)
+    host = server.client.get("/v1/topology/components/node0002").json()["events"]
+    assert len(host) == 4  # a host's events include those of its parts
+
+
+def test_raw_identifiers_resolve_on_ingest(server: Server, small: dict) -> None:
+    put(server, small)
+    topology = {c["id"]: c for c in small["components"]}
+    nic = topology["node0003/nic6"]["attrs"]
+    gpu = topology["node0003/gpu1"]["attrs"]
+    cases = [
+        ({"host": "node0003", "kind": "gpu_xid", "attrs": {"xid": 79, "pci": "0000:" + gpu["pci"][5:].upper() + ".0"}}, "node0003/gpu1"),
+        ({"host": "node0003", "kind": "gpu_xid", "attrs": {"xid": 48, "uuid": gpu["uuid"]}}, "node0003/gpu1"),
+        ({"host": "node0003", "kind": "nic_link", "attrs": {"device": nic["device"], "state": "down"}}, "node0003/nic6"),
+        ({"host": "node0003", "kind": "nic_error", "attrs": {"device": nic["netdev"], "count": 3}}, "node0003/nic6"),
+        ({"host": "node0003", "kind": "nccl_error", "attrs": {"ip": nic["ip"]}}, "node0003/nic6"),
+        ({"host": "node0003", "kind": "nvswitch_error", "attrs": {"sxid": 20034, "nvswitch": 2}}, "node0003/nvswitch2"),
+        ({"host": "node0003", "kind": "host_mce", "component": "node0003/mlx5_4"}, "node0003/nic4"),
+        ({"host": "node0003.cluster.local", "kind": "host_kernel"}, "node0003"),
+        ({"host": "node0003", "kind": "host_oom", "component": "node0003/fan7"}, "node0003/fan7"),
+    ]
+    for event, component in cases:
+        assert stored_component(server, event) == component, event
+
+
+def test_restart_keeps_the_topology(db_url: str, small: dict) -> None:
+    server = start_server(db_url)
+    try:
+        put(server, small)
+        put(server, heterogeneous_example())
+    finally:
+        server.stop()
+    server = start_server(db_url)
+    try:
+        assert server.client.get("/v1/topology").json()["version"] == 2
+        event = {"host": "pcie01", "kind": "nic_link", "attrs": {"device": "eth1", "state": "down"}}
+        assert stored_component(server, event) == "pcie01/nic1"
+        assert server.client.get("/v1/topology/components/pcie01/gpu2").json()["type"] == "gpu"
+    finally:
+        server.stop()
+
+
+def test_without_topology_naming_conventions_apply(server: Server) -> None:
+    assert stored_component(server, {"host": "node0042", "kind": "nic_link", "attrs": {"device": "mlx5_3", "state": "down"}}) == "node0042/nic3"
+    assert stored_component(server, {"host": "node0042", "kind": "gpu_xid", "attrs": {"xid": 79, "pci": "0000:3b:00"}}) == "node0042"
+    answer = server.client.get("/v1/topology/components/node0042")
+    assert answer.status_code == 404 and "no topology" in answer.json()["detail"]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["id", "type", "host", "a", "b", "attrs", "tier"]), inner, max_size=4),
+    max_leaves=12,
+)
+bodies = st.fixed_dictionaries({"components": st.lists(json_values, max_size=4), "links": json_values}) | json_values
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=bodies)
+def test_no_body_gets_a_5xx(shared_server: Server, body) -> None:
+    answer = shared_server.client.put("/v1/topology", content=orjson.dumps(body))
+    assert answer.status_code in (200, 400, 422), answer.text
+    if answer.status_code != 200:
+        assert answer.json()["detail"]
+
+
+def test_cli_generate_and_upload(server: Server, tmp_path) -> None:
+    cli = [sys.executable, "-m", "service.cli", "topology"]
+    generated = subprocess.run([*cli, "generate", "rail-optimized", "--hosts", "6", "--hosts-per-su", "4"],
+                               capture_output=True, check=True)
+    body = orjson.loads(generated.stdout)
+    assert sum(c["type"] == "gpu" for c in body["components"]) == 48
+    path = tmp_path / "topo.json"
+    path.write_bytes(generated.stdout)
+    uploaded = subprocess.run([*cli, "upload", str(path), "--url", server.url], capture_output=True, check=True)
+    assert orjson.loads(uploaded.stdout)["gpus"] == 48
+    assert normal(server.client.get("/v1/topology").json()) == normal(body)
+
+    path.write_bytes(b'{"components": [{"id": "x", "type": "toaster"}]}')
+    refused = subprocess.run([*cli, "upload", str(path), "--url", server.url], capture_output=True)
+    assert refused.returncode == 1 and b"toaster" in refused.stderr
+    wrong = subprocess.run([*cli, "generate", "heterogeneous-example", "--hosts", "3"], capture_output=True)
+    assert wrong.returncode != 0 and b"--hosts" in wrong.stderr
