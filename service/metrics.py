@@ -15,7 +15,6 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from pathlib import Path
 
 import orjson
@@ -29,15 +28,15 @@ from sqlalchemy.engine import Engine
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from attribution.checkpoint import daly
-from attribution.reliability import mtbf as measured_mtbf
 from attribution.causes import CATEGORIES
 from service.events.models import KINDS, events
 from service.incidents.models import incidents
+from service.stats import service as stats
 
 # Past this many distinct host classes, further ones are counted as "other".
 MAX_HOST_CLASSES = 64
 INGEST_PATHS = ("/v1/events", "/v1/logs")
-# The checkpoint cost assumed for the recommended interval when no other is known (minutes).
+# The checkpoint save time assumed when the store has no checkpoint durations (minutes).
 DEFAULT_SAVE_MINUTES = 5.0
 TRAILING_NUMBER = r"[-_.]?[0-9]+$"
 
@@ -140,9 +139,8 @@ class StoreCollector:
                 .where(incidents.c.status != "resolved").group_by(incidents.c.category)).all())
             stored = conn.execute(sa.select(sa.func.count()).select_from(events)).scalar() or 0
             n_incidents = conn.execute(sa.select(sa.func.count()).select_from(incidents)).scalar() or 0
-            span = conn.execute(sa.select(sa.func.min(events.c.time), sa.func.max(events.c.time))).one()
-            unplanned = conn.execute(sa.select(sa.func.count()).select_from(incidents)
-                                     .where(incidents.c.planned.is_(False))).scalar() or 0
+            mtbf = stats.cluster_mtbf(conn, since=None, until=None, include_planned=False)["mtbf_hours"]
+            save = stats.measured_save_minutes(conn)
         gauge = GaugeMetricFamily("faultgraph_open_incidents", "Incidents not yet resolved, by category.", labels=["category"])
         for category in CATEGORIES:
             gauge.add_metric([category], open_rows.get(category, 0))
@@ -152,21 +150,15 @@ class StoreCollector:
         if self._db_path is not None and self._db_path.exists():
             size = self._db_path.stat().st_size + _size(self._db_path.with_name(self._db_path.name + ".wal"))
             yield GaugeMetricFamily("faultgraph_store_bytes", "Size of the store's database file(s).", value=size)
-        mtbf = _mtbf_hours(span, unplanned)
+        mtbf = math.nan if mtbf is None else mtbf
         yield GaugeMetricFamily("faultgraph_cluster_mtbf_hours",
-                                "Cluster MTBF: hours of events observed over unplanned interruptions (NaN before the first).",
+                                "Cluster MTBF as GET /v1/stats/mtbf counts it over everything stored (NaN before the first interruption).",
                                 value=mtbf)
+        save_minutes = save or DEFAULT_SAVE_MINUTES
         yield GaugeMetricFamily("faultgraph_checkpoint_interval_minutes",
-                                f"Recommended checkpoint interval (Daly, {DEFAULT_SAVE_MINUTES:g} min save) at the current MTBF.",
-                                value=daly(save_minutes=DEFAULT_SAVE_MINUTES, mtbf_minutes=mtbf * 60) if math.isfinite(mtbf) else math.nan)
-
-
-def _mtbf_hours(span: tuple[datetime | None, datetime | None], interruptions: int) -> float:
-    """The stats endpoint's cluster MTBF over the whole store: first to last event time."""
-    first, last = span
-    if not interruptions or first is None or last is None or last <= first:
-        return math.nan
-    return measured_mtbf(interruptions=interruptions, observed_hours=(last - first).total_seconds() / 3600)["mtbf_hours"]
+                                f"Recommended checkpoint interval (Daly's) at the current MTBF and the measured save time "
+                                f"(else {DEFAULT_SAVE_MINUTES:g} min).",
+                                value=daly(save_minutes=save_minutes, mtbf_minutes=mtbf * 60) if math.isfinite(mtbf) and mtbf > 0 else math.nan)
 
 
 def _duckdb_path(db_url: str) -> Path | None:

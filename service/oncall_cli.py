@@ -197,8 +197,10 @@ def _seed(server: uvicorn.Server, url: str, hosts: int) -> None:
         time.sleep(0.05)
     sent = demo_day.scenario(hosts)
     with Progress(console=console) as progress, httpx.Client(base_url=url, timeout=600) as http:
-        task = progress.add_task("replaying the simulated faults", total=len(sent.records))
+        # the bar counts events posted; how many lines the parsers keep is known only at the end
+        task = progress.add_task("replaying the simulated faults", total=None)
         evaluate.replay(http, sent, progress=lambda n: progress.advance(task, n), batch=demo_day.BATCH)
+        progress.update(task, total=progress.tasks[task].completed)
     incidents = call("GET", url, "/v1/incidents", None, params={"limit": 1000})["incidents"]
     console.print(f"{len(sent.records):,} log lines and events, {len(sent.truth)} faults injected; "
                   f"{len(incidents)} incidents", highlight=False)

@@ -71,7 +71,13 @@ def test_ingest_incidents_and_reliability_metrics(client):
     # two unplanned interruptions over the span of the stored events (07:30:00 → 11:10:04)
     mtbf = value(families, "faultgraph_cluster_mtbf_hours")
     assert math.isclose(mtbf, (3 * 3600 + 40 * 60 + 4) / 3600 / 2, rel_tol=1e-9)
+    assert math.isclose(mtbf, client.get("/v1/stats/mtbf").json()["mtbf_hours"])  # one definition
+    # no checkpoint durations stored: the 5-minute default save
     assert math.isclose(value(families, "faultgraph_checkpoint_interval_minutes"), daly(save_minutes=5, mtbf_minutes=mtbf * 60))
+    client.post("/v1/events", json=[{"time": "2026-11-29T08:30:00Z", "host": "node0000", "kind": "checkpoint_save",
+                                     "job": "llama", "attrs": {"step": 200, "duration_s": 120.0}}])
+    interval = value(scrape(client), "faultgraph_checkpoint_interval_minutes")
+    assert math.isclose(interval, daly(save_minutes=2, mtbf_minutes=mtbf * 60))
 
 
 def test_empty_store_has_no_mtbf_yet(client):

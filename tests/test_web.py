@@ -3,6 +3,7 @@ live server holding a small resolved incident and an open 16,384-rank one. Scree
 to test-artifacts/ for a human to look at."""
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from datetime import timedelta
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import Server, start_server
 from test_incidents_api import T0, gpu_falls_off
+
+from attribution.generators import rail_optimized
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
@@ -70,6 +73,8 @@ def page(browser):
 def open_page(page, url: str) -> None:
     page.goto(url)
     page.wait_for_selector("body[data-ready=true]", timeout=30_000)
+    leaked = re.findall(r"\b(?:undefined|null|NaN|\[object Object\])", page.locator("body").inner_text())
+    assert not leaked, f"the page shows {leaked}"
 
 
 def shot(page, name: str) -> None:
@@ -204,19 +209,17 @@ def test_acknowledge_from_the_incident_page(live, page):
 
 
 def test_neighbourhood_of_the_root_component(live, page):
-    """Drawn from GET /v1/topology/components/{id}; a server without that route yet is
-    stood in for by an answer of the SPEC §3 shape, so the drawing is tested either way."""
+    """Drawn from GET /v1/topology/components/{id} once the cluster's topology is known."""
     incident = live["small"]
-    path = "/v1/topology/components/node0042/gpu3"
-    if live["server"].client.get(path).status_code == 404:
-        neighbours = [{"id": f"node0042/nvswitch{i}", "type": "nvswitch", "link": {"type": "nvlink"}} for i in range(4)]
-        neighbours += [{"id": "node0042/pciesw1", "type": "pciesw", "link": {"type": "pcie"}}, "node0042"]
-        body = {"id": "node0042/gpu3", "type": "gpu", "host": "node0042", "attrs": {}, "neighbours": neighbours, "events": []}
-        page.route(f"**{path}", lambda route: route.fulfill(json=body))
+    topology = rail_optimized(64)  # node0000…node0063, the small job's hosts among them
+    assert live["server"].client.put("/v1/topology", json=topology).status_code == 200
     open_page(page, f"{live['server'].url}/ui/incident.html?id={incident['id']}")
     graph = page.locator(".neighbourhood-svg")
     assert graph.count() == 1
-    drawn = graph.locator("circle.node:not(.root)").count()
-    assert drawn >= 1 and f"{drawn} neighbours" in page.locator("#neighbourhood").inner_text()
-    assert graph.locator("circle.node.involved").count() >= 1  # node0042 itself has events in this incident
+    # a DGX H100 GPU: its PCIe switch and the NVSwitches
+    expected = {link["a"] if link["b"] == "node0042/gpu3" else link["b"]
+                for link in topology["links"] if "node0042/gpu3" in (link["a"], link["b"])}
+    assert graph.locator("circle.node:not(.root)").count() == len(expected) >= 2
+    assert f"{len(expected)} neighbours" in page.locator("#neighbourhood").inner_text()
+    assert graph.locator("line.edge.nvlink").count() >= 1 and graph.locator("line.edge.pcie").count() == 1
     page.locator("#neighbourhood").screenshot(path=str(ARTIFACTS / "neighbourhood.png"))

@@ -50,12 +50,14 @@ function action(incident) {
     a.detail ? el("p", { text: a.detail }) : null);
 }
 
-// Neighbours may come as ids or objects; accept the shapes SPEC §3 leaves open.
+// Neighbours as ids (GET /v1/topology/components/{id}); each one's link type from `links`.
 function neighbourList(data) {
-  const raw = data.neighbours || data.neighbors || [];
-  return raw.map((n) => typeof n === "string" ? { id: n } : {
-    id: n.id || n.component || n.b || n.a, type: n.type, link: n.link?.type || n.link_type || n.link || n.via,
-  }).filter((n) => n.id);
+  const linkType = new Map();
+  for (const link of data.links || []) {
+    linkType.set(link.a === data.id ? link.b : link.a, link.type);
+  }
+  return (data.neighbours || []).map((n) => (typeof n === "string" ? { id: n } : { id: n.id, type: n.type }))
+    .filter((n) => n.id).map((n) => ({ ...n, link: linkType.get(n.id) }));
 }
 
 function neighbourhoodGraph(centre, centreType, neighbours, involved) {
@@ -87,6 +89,10 @@ async function neighbourhood(incident, events) {
     const path = component.split("/").map(encodeURIComponent).join("/");
     const data = await api(`/v1/topology/components/${path}`);
     const neighbours = neighbourList(data);
+    if (!neighbours.length) {
+      box.replaceChildren(el("p", { class: "muted", text: `The topology records no links of ${component} (${data.type || "component"}).` }));
+      return;
+    }
     const involved = new Set(events.flatMap((e) => [e.component, e.host]));
     box.replaceChildren(neighbourhoodGraph(component, data.type, neighbours, involved),
       el("p", { class: "muted" }, `${neighbours.length} neighbours`, neighbours.length > MAX_NEIGHBOURS ? ` (first ${MAX_NEIGHBOURS} drawn)` : "",

@@ -3,6 +3,7 @@
 "use strict";
 
 const WINDOWS = 12;
+const ASSUMED_SAVE_MINUTES = 5;
 const HOUR = 3600e3;
 
 // Time windows covering the incidents, aligned to whole hours or days.
@@ -134,18 +135,32 @@ async function drawLedger() {
   }
 }
 
+// The checkpoint advice at the measured save cost, or at ASSUMED_SAVE_MINUTES when the
+// store has no checkpoint durations to measure it from (the server says so with a 400).
+async function checkpointAdvice(save) {
+  const query = save ? `?save_minutes=${encodeURIComponent(save)}` : "";
+  try {
+    return { advice: await api(`/v1/stats/checkpoint${query}`), save };
+  } catch (error) {
+    if (!save && error.status === 400 && /save_minutes/.test(error.message)) return checkpointAdvice(ASSUMED_SAVE_MINUTES);
+    throw error;
+  }
+}
+
 async function drawCheckpoint() {
   const box = document.getElementById("checkpoint");
   try {
-    const c = await api("/v1/stats/checkpoint");
+    const { advice: c, save } = await checkpointAdvice(null);
     const row = (k, v) => el("tr", {}, el("th", { text: k }), el("td", { class: "num", text: v }));
-    box.replaceChildren(el("table", { class: "list compact", id: "checkpoint-table" }, el("tbody", {},
+    box.replaceChildren(...[el("table", { class: "list compact", id: "checkpoint-table" }, el("tbody", {},
       row("MTBF", `${fmtNumber(c.mtbf_hours, 2)} h`),
       row("Young's interval", `${fmtNumber(c.young_minutes, 1)} min`),
       row("Daly's interval", `${fmtNumber(c.daly_minutes, 1)} min`),
       row("interval in use", `${fmtNumber(c.interval_minutes, 1)} min`),
       row("goodput at that interval", `${fmtNumber((c.goodput?.value ?? NaN) * 100, 1)}%`),
-      row("goodput at the optimum", `${fmtNumber((c.goodput_at_optimum?.value ?? NaN) * 100, 1)}%`))));
+      row("goodput at the optimum", `${fmtNumber((c.goodput_at_optimum?.value ?? NaN) * 100, 1)}%`))),
+    save ? el("p", { class: "muted", text: `No checkpoint durations stored: assuming a ${save}-minute save.` }) : null]
+      .filter(Boolean));
   } catch (error) {
     notAvailable(box, "Checkpoint advice", error);
   }

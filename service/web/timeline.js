@@ -52,10 +52,10 @@ function planLanes(events, incident) {
   if (rootComponent) lane(`c:${rootComponent}`, rootComponent, "component", true);
   const aggregateHosts = new Set();
   for (const e of events) {
-    if (eventClass(e) === "life") {
-      lane("job", incident.job ? `job ${incident.job}` : "lifecycle", "job").events.push(e);
-    } else if (rootComponent && inRootLane(e)) {
+    if (rootComponent && inRootLane(e)) {
       lane(`c:${rootComponent}`, rootComponent, "component", true).events.push(e);
+    } else if (eventClass(e) === "life") {
+      lane("job", incident.job ? `job ${incident.job}` : "lifecycle", "job").events.push(e);
     } else if (rootHosts.has(e.host)) {
       const component = e.component || e.host;
       lane(`c:${component}`, component, "component", component === rootComponent).events.push(e);
