@@ -13,6 +13,9 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from service import alerts, metrics, store
+from service.auth import views as auth_views
+from service.auth.middleware import Authenticate
+from service.auth.service import Authenticator
 from service.cluster import Cluster
 from service.config import Settings
 from service.events import views as events_views
@@ -30,8 +33,12 @@ log = logging.getLogger("faultgraph")
 WEB_DIR = Path(__file__).resolve().parent / "web"
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """A ready app: opening the store and starting the writer happen in its lifespan."""
+def create_app(settings: Settings | None = None, *, open_without_tokens: bool = False) -> FastAPI:
+    """A ready app: opening the store and starting the writer happen in its lifespan.
+
+    `open_without_tokens` grants every request every role while no token was ever created;
+    only a server listening on loopback may set it (SPEC §9), and `serve` decides that.
+    """
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -43,6 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         cluster.load()
         app.state.cluster = cluster
         app.state.enrich = cluster.enrich
+        app.state.auth = Authenticator(engine, open_without_tokens=open_without_tokens)
         app.state.writer = GroupWriter(
             engine,
             partial(store.insert_ignoring_duplicates, table_name="events"),
@@ -71,9 +79,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="faultgraph", version="0.1.0", lifespan=lifespan,
                   description="Fault-diagnosis timeline for GPU training clusters")
     app.state.settings = settings
-    app.state.enrich = None
+    app.add_middleware(Authenticate)
     app.state.liveness = Liveness(timedelta(seconds=settings.heartbeat_timeout_s))
     app.include_router(events_views.router)
+    app.include_router(auth_views.router)
     app.include_router(incidents_views.router)
     app.include_router(topology_views.router)
     app.include_router(jobs_views.router)
@@ -92,6 +101,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         with request.app.state.engine.connect() as conn:
             conn.exec_driver_sql("SELECT 1")
         return {"status": "ok", "writer_queue": request.app.state.writer.depth}
+
+    def openapi() -> dict:
+        """FastAPI's schema, with 422 documented as the `{"detail": "..."}` actually sent."""
+        if app.openapi_schema is None:
+            schema = FastAPI.openapi(app)
+            components = schema.get("components", {}).get("schemas", {})
+            if "HTTPValidationError" in components:
+                components["HTTPValidationError"] = {
+                    "title": "HTTPValidationError", "type": "object", "required": ["detail"],
+                    "properties": {"detail": {"type": "string", "title": "Detail"}},
+                }
+                components.pop("ValidationError", None)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -27,6 +27,7 @@ from attribution.paths import Paths
 from attribution.placement import Placement
 from attribution.resolve import Resolver
 from attribution.topology import Topology
+from service import store
 from service.jobs import service as jobs_service
 from service.jobs.models import STATE_AFTER
 from service.topology import service as topology_service
@@ -62,9 +63,6 @@ class Job:
     def covers(self, time: datetime) -> bool:
         return self.start <= time and (self.end is None or time <= self.end)
 
-
-def _aware(value: datetime | None) -> datetime | None:
-    return None if value is None else value.replace(tzinfo=UTC)
 
 
 def _drop_cached_views(graph: object) -> None:
@@ -170,10 +168,10 @@ class Cluster:
         """A `jobs` row (a dict or a Row's `_mapping`) as ingest needs it."""
         return Job(
             id=row["id"],
-            start=_aware(row["start"]),
-            end=_aware(row["end"]),
+            start=store.from_db_time(row["start"]),
+            end=store.from_db_time(row["end"]),
             state=row["state"],
-            state_time=_aware(row["state_time"]),
+            state_time=store.from_db_time(row["state_time"]),
             placement=jobs_service.placement_of(row),
         )
 

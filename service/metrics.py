@@ -21,7 +21,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy.engine import Engine
@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from attribution.checkpoint import daly
 from attribution.causes import CATEGORIES
+from service.auth.dependencies import require
 from service.events.models import KINDS, events
 from service.incidents.models import incidents
 from service.stats import service as stats
@@ -198,7 +199,7 @@ def install(app, metrics: Metrics) -> None:
     app.include_router(router)
 
 
-@router.get("/metrics", include_in_schema=True)
+@router.get("/metrics", dependencies=[Depends(require("reader"))])
 def metrics_endpoint(request: Request) -> Response:
     """Prometheus text format."""
     return Response(generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -217,10 +217,13 @@ def demo(host: Annotated[str, typer.Option(help="Address to listen on.")] = "127
     """Serve a generated cluster and its jobs through a simulated run of faults (one of every
     kind the simulator knows), then print the address of the UI and of the first incident."""
     from service.app import create_app
+    from service.auth import service as tokens
     from service.config import Settings
 
+    if not tokens.is_loopback(host):
+        fail(f"--host {host}: the demo serves without tokens, so only on loopback (e.g. 127.0.0.1)")
     db_url = db or f"duckdb:///{Path(tempfile.mkdtemp(prefix='faultgraph-demo-')) / 'demo.duckdb'}"
-    app = create_app(Settings(db_url=db_url))
+    app = create_app(Settings(db_url=db_url), open_without_tokens=True)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
     console.print(f"faultgraph demo: data in {db_url}", highlight=False)
     seeding = threading.Thread(target=_seed_or_stop, args=(server, f"http://{host}:{port}", hosts), daemon=True)

@@ -4,13 +4,41 @@ Tables are declared on `metadata` by each domain's `models.py`; this module owns
 them, recording the schema version, and the per-dialect fast path for appending events.
 """
 
+import importlib
+import importlib.util
+import io
+import pkgutil
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection, Engine
 
 metadata = sa.MetaData()
+
+# JSON columns: JSONB on PostgreSQL, DuckDB's JSON elsewhere.
+JSON = sa.JSON().with_variant(JSONB(), "postgresql")
+
+
+def to_db_time(value: datetime) -> datetime:
+    """Times are stored as naive UTC on every backend."""
+    return value.astimezone(UTC).replace(tzinfo=None)
+
+
+def from_db_time(value: datetime | None) -> datetime | None:
+    """A stored naive-UTC time back to an aware one."""
+    return None if value is None else value.replace(tzinfo=UTC)
+
+
+def json_value(value: Any) -> Any:
+    """A JSON column's value: some drivers hand back the text, others the parsed value."""
+    return orjson.loads(value) if isinstance(value, str | bytes) else value
 
 SCHEMA_VERSION = 1
 
@@ -25,23 +53,63 @@ class SchemaVersionError(RuntimeError):
     """The database was written by a newer faultgraph than this one."""
 
 
+# PostgreSQL only: DuckDB scans its columnar blocks with zone maps, and indexes there slow
+# ingest; a row store needs them for time-window reads. (time) and not (time, id): the
+# API pages by (time, id), which PostgreSQL serves from (time) by incremental sort, and the
+# narrower index is cheaper to maintain at ingest. (seq): the incident engine reads "every
+# event after seq N" after each commit, which is a full scan without it.
+POSTGRES_INDEXES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "events": (("time",), ("host", "time"), ("job", "time"), ("seq",)),
+}
+
+# Any two faultgraph processes creating the schema at once on one PostgreSQL take turns.
+_SCHEMA_LOCK = 0x6661756C74  # "fault"
+
+
 def make_engine(url: str) -> Engine:
-    """An engine for `url`; a DuckDB file's parent directory is created first."""
+    """An engine for `url`; a DuckDB file's parent directory is created first.
+
+    `postgresql://` (no driver named) means psycopg 3, the driver faultgraph ships with.
+    PostgreSQL connections check liveness when borrowed (a restarted server or a failover
+    does not surface as one failed request) and run in UTC.
+    """
     parsed = sa.engine.make_url(url)
-    if parsed.get_backend_name() == "duckdb" and parsed.database not in (None, "", ":memory:"):
+    backend = parsed.get_backend_name()
+    if backend == "duckdb" and parsed.database not in (None, "", ":memory:"):
         Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    if backend == "postgresql":
+        if parsed.drivername in ("postgresql", "postgres"):
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return sa.create_engine(
+            parsed,
+            pool_pre_ping=True,
+            pool_size=8,
+            max_overflow=16,
+            pool_recycle=1800,
+            connect_args={"application_name": "faultgraph", "options": "-c timezone=UTC"},
+        )
     return sa.create_engine(parsed)
+
+
+def register_tables() -> None:
+    """Import every domain's `models.py` (service/<domain>/models.py): each declares its
+    tables on `metadata`, and schema creation and export/import see them all."""
+    import service
+
+    for module in pkgutil.iter_modules(service.__path__):
+        if module.ispkg and importlib.util.find_spec(f"service.{module.name}.models") is not None:
+            importlib.import_module(f"service.{module.name}.models")
 
 
 def init_schema(engine: Engine) -> None:
     """Create missing tables and record the schema version; refuse a newer database."""
-    import service.events.models  # noqa: F401  (each registers its tables on `metadata`)
-    import service.incidents.models  # noqa: F401
-    import service.jobs.models  # noqa: F401
-    import service.topology.models  # noqa: F401
-
-    metadata.create_all(engine)
+    register_tables()
     with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
+        metadata.create_all(conn)
+        if conn.dialect.name == "postgresql":
+            _create_postgres_indexes(conn)
         version = conn.execute(sa.select(sa.func.max(schema_info.c.version))).scalar()
         if version is None:
             conn.execute(schema_info.insert().values(version=SCHEMA_VERSION))
@@ -57,8 +125,15 @@ def insert_ignoring_duplicates(conn: Connection, rows: pa.Table, *, table_name: 
     ids actually inserted. Ids already stored, or repeated within `rows`, are skipped.
 
     DuckDB reads the Arrow table in place (columnar, no per-row Python), which is what
-    makes ingest run at hundreds of thousands of rows a second.
+    makes ingest run at hundreds of thousands of rows a second. PostgreSQL gets the batch
+    by COPY (Arrow's C++ CSV writer, PostgreSQL's CSV reader: no per-row Python either).
     """
+    if not conn.in_transaction():
+        # Driver-level statements below are invisible to SQLAlchemy: without this, the
+        # caller's commit()/rollback() would not govern them.
+        conn.begin()
+    if conn.dialect.name == "postgresql":
+        return _copy_insert_postgres(conn, rows, table_name=table_name, returning=True)[0]
     if conn.dialect.name != "duckdb":
         raise NotImplementedError(f"bulk insert for {conn.dialect.name} is not implemented yet")
     raw = conn.connection.driver_connection
@@ -74,6 +149,45 @@ def insert_ignoring_duplicates(conn: Connection, rows: pa.Table, *, table_name: 
     finally:
         raw.unregister("_incoming")
     return [row[0] for row in inserted]
+
+
+def bulk_append(conn: Connection, rows: pa.Table, *, table_name: str) -> int:
+    """Append `rows` (Arrow, a subset of the table's columns) to any table, skipping rows whose
+    primary key is already stored or repeated in `rows`: the bulk load of an import. Returns
+    how many rows were new.
+
+    Runs inside the caller's transaction, so a failed import leaves nothing behind.
+    """
+    if not conn.in_transaction():
+        conn.begin()
+    if conn.dialect.name == "postgresql":
+        return _copy_insert_postgres(conn, rows, table_name=table_name)[1]
+    if conn.dialect.name != "duckdb":
+        raise NotImplementedError(f"bulk insert for {conn.dialect.name} is not implemented yet")
+    key = [f'"{column.name}"' for column in metadata.tables[table_name].primary_key.columns]
+    columns = ", ".join(f'"{name}"' for name in rows.column_names)
+    once = f"QUALIFY row_number() OVER (PARTITION BY {', '.join(key)}) = 1 ON CONFLICT DO NOTHING" if key else ""
+    raw = conn.connection.driver_connection
+    raw.register("_appending", rows)
+    try:
+        return raw.execute(f'INSERT INTO "{table_name}" ({columns}) SELECT {columns} FROM _appending {once}').fetchone()[0]
+    finally:
+        raw.unregister("_appending")
+
+
+def advance_sequences(conn: Connection) -> None:
+    """After rows arrive with their own integer keys (an import), PostgreSQL's sequences
+    behind autoincrement keys must move past them or the next insert collides."""
+    if conn.dialect.name != "postgresql":
+        return  # DuckDB tables here carry no sequences
+    for table in metadata.sorted_tables:
+        column = table.autoincrement_column
+        if column is None:
+            continue
+        conn.exec_driver_sql(
+            f"SELECT setval(pg_get_serial_sequence('\"{table.name}\"', '{column.name}'), "
+            f'coalesce(max("{column.name}"), 0) + 1, false) FROM "{table.name}"'
+        )
 
 
 def max_value(engine: Engine, column: sa.Column) -> int:
@@ -96,3 +210,88 @@ def append(conn: Connection, table: sa.Table, rows: pa.Table) -> None:
             raw.unregister("_append")
     else:
         conn.execute(table.insert(), rows.to_pylist())
+
+
+def _create_postgres_indexes(conn: Connection) -> None:
+    for table_name, indexes in POSTGRES_INDEXES.items():
+        for columns in indexes:
+            name = f"ix_{table_name}_{'_'.join(columns)}"
+            quoted = ", ".join(f'"{column}"' for column in columns)
+            conn.exec_driver_sql(f'CREATE INDEX IF NOT EXISTS "{name}" ON "{table_name}" ({quoted})')
+
+
+def _copy_insert_postgres(
+    conn: Connection, rows: pa.Table, *, table_name: str, returning: bool = False
+) -> tuple[list, int]:
+    """COPY `rows` into a per-connection temp table, then move the rows whose primary key is
+    new into `table_name` in one statement. One row per key survives: the lowest `seq`
+    when the table has one (the first to arrive), otherwise any.
+
+    Returns the first key column of the inserted rows (when `returning`) and their count.
+    """
+    table = metadata.tables[table_name]
+    key = [column.name for column in table.primary_key.columns]
+    rows = _naive_utc(_without_nul(rows, table))
+    staging = f"_incoming_{table_name}"
+    columns = ", ".join(f'"{name}"' for name in rows.column_names)
+    conn.exec_driver_sql(
+        f'CREATE TEMP TABLE IF NOT EXISTS "{staging}" (LIKE "{table_name}") ON COMMIT DELETE ROWS'
+    )
+    buffer = io.BytesIO()
+    pa_csv.write_csv(rows, buffer, pa_csv.WriteOptions(include_header=False))
+    raw = conn.connection.driver_connection
+    with raw.cursor() as cursor:
+        with cursor.copy(f'COPY "{staging}" ({columns}) FROM STDIN (FORMAT csv)') as copy:
+            copy.write(buffer.getbuffer())
+    if key:
+        keys = ", ".join(f'"{name}"' for name in key)
+        order = keys + (', "seq"' if "seq" in rows.column_names else "")
+        select = f'SELECT DISTINCT ON ({keys}) {columns} FROM "{staging}" ORDER BY {order}'
+        conflict = " ON CONFLICT DO NOTHING"
+    else:
+        select, conflict = f'SELECT {columns} FROM "{staging}"', ""
+    back = f' RETURNING "{key[0]}"' if returning and key else ""
+    result = conn.exec_driver_sql(f'INSERT INTO "{table_name}" ({columns}) {select}{conflict}{back}')
+    inserted = [row[0] for row in result] if back else []
+    count = len(inserted) if back else result.rowcount
+    conn.exec_driver_sql(f'TRUNCATE "{staging}"')  # a later COPY in this transaction starts empty
+    return inserted, count
+
+
+def _naive_utc(rows: pa.Table) -> pa.Table:
+    """Zoned Arrow timestamps hold UTC instants: drop the zone, the store keeps naive UTC."""
+    for index, field in enumerate(rows.schema):
+        if pa.types.is_timestamp(field.type) and field.type.tz is not None:
+            naive = rows.column(index).cast(pa.timestamp(field.type.unit))
+            rows = rows.set_column(index, field.name, naive)
+    return rows
+
+
+def _without_nul(rows: pa.Table, table: sa.Table) -> pa.Table:
+    """PostgreSQL text and jsonb cannot hold U+0000: store U+FFFD (the replacement
+    character) in its place rather than fail the whole group commit."""
+    for index, name in enumerate(rows.column_names):
+        column = rows.column(index)
+        if not pa.types.is_string(column.type) or name not in table.c:
+            continue
+        is_json = isinstance(table.c[name].type, sa.JSON)
+        needle = "\\u0000" if is_json else "\x00"
+        if not pc.any(pc.match_substring(column, needle)).as_py():
+            continue
+        if is_json:
+            fixed = [None if text is None else orjson.dumps(_replace_nul(orjson.loads(text))).decode()
+                     for text in column.to_pylist()]
+            rows = rows.set_column(index, name, pa.array(fixed, pa.string()))
+        else:
+            rows = rows.set_column(index, name, pc.replace_substring(column, "\x00", "\ufffd"))
+    return rows
+
+
+def _replace_nul(value):
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, list):
+        return [_replace_nul(item) for item in value]
+    if isinstance(value, dict):
+        return {_replace_nul(k): _replace_nul(v) for k, v in value.items()}
+    return value

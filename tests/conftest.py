@@ -1,11 +1,19 @@
-"""Test fixtures: a real `faultgraph serve` process on loopback over a real DuckDB file."""
+"""Test fixtures: a real `faultgraph serve` process on loopback over a real database.
+
+The backend is chosen by FAULTGRAPH_TEST_DB: unset or `duckdb` gives each test a fresh DuckDB
+file; `postgresql` (the server on 127.0.0.1:5432 as user postgres) or a full
+`postgresql://…` URL of a server where the user may create databases gives each test a
+freshly created database on that server, dropped afterwards.
+"""
 
 import os
 import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,9 +70,48 @@ def start_server(db_url: str, *, env: dict[str, str] | None = None, args: tuple[
     raise RuntimeError("server did not become healthy in 30 s")
 
 
+DEFAULT_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+
+
+def chosen_backend() -> str:
+    """`duckdb`, or the URL of the PostgreSQL server the tests create their databases on."""
+    choice = os.environ.get("FAULTGRAPH_TEST_DB", "duckdb").strip() or "duckdb"
+    if choice == "duckdb":
+        return choice
+    if choice == "postgresql":
+        return DEFAULT_POSTGRES
+    if choice.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
+        return choice
+    raise pytest.UsageError(f"FAULTGRAPH_TEST_DB={choice!r}: expected duckdb, postgresql, or a postgresql:// URL")
+
+
+@contextmanager
+def fresh_postgres_database(server_url: str) -> Iterator[str]:
+    """Create a uniquely named database on the server at `server_url`; yield its URL (for
+    psycopg 3); drop it afterwards, disconnecting whatever still holds it."""
+    import psycopg
+    import sqlalchemy as sa
+
+    admin = sa.engine.make_url(server_url).set(drivername="postgresql+psycopg")
+    name = f"faultgraph_test_{uuid.uuid4().hex[:16]}"
+    dsn = admin.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield admin.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"duckdb:///{tmp_path / 'faultgraph.duckdb'}"
+def db_url(tmp_path: Path) -> Iterator[str]:
+    backend = chosen_backend()
+    if backend == "duckdb":
+        yield f"duckdb:///{tmp_path / 'faultgraph.duckdb'}"
+        return
+    with fresh_postgres_database(backend) as url:
+        yield url
 
 
 @pytest.fixture

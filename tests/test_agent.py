@@ -11,14 +11,14 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import conftest
 import httpx
 import orjson
 import pytest
+from conftest import Server, free_port, start_server
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import conftest
-from conftest import Server, free_port, start_server
 from ingest.agent.client import Backoff, Sender, retry_after
 from ingest.agent.coalesce import Coalescer
 from ingest.agent.kmsg import JournalReader, KmsgReader, boot_id

@@ -4,7 +4,14 @@ import math
 
 import pytest
 
-from attribution.checkpoint import daly, economics, goodput, goodput_exact, simulate_goodput, young
+from attribution.checkpoint import (
+    daly,
+    economics,
+    goodput,
+    goodput_exact,
+    simulate_goodput,
+    young,
+)
 
 
 @pytest.mark.parametrize(

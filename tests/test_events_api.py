@@ -4,10 +4,9 @@ import json
 
 import orjson
 import pytest
+from conftest import start_server
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import start_server
 
 T0 = "2026-11-29T08:00:00.123456Z"
 

@@ -3,11 +3,11 @@ state from `job_*` events, and the footprint — against a real server and DuckD
 
 import orjson
 import pytest
+from conftest import Server, start_server
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attribution.generators import rail_optimized
-from conftest import Server, start_server
 
 JOB = {
     "id": "llama-r7",

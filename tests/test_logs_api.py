@@ -8,7 +8,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from conftest import Server, start_server
 
 

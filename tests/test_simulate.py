@@ -11,7 +11,14 @@ from typer.testing import CliRunner
 
 from attribution.causes import CAUSE_CATEGORY
 from attribution.placement import Placement
-from attribution.simulate import MECHANISMS, OUTCOMES, SCENARIO_TYPES, Scenario, scenario_set, storm
+from attribution.simulate import (
+    MECHANISMS,
+    OUTCOMES,
+    SCENARIO_TYPES,
+    Scenario,
+    scenario_set,
+    storm,
+)
 from attribution.topology import Topology, split_link_id
 from ingest.parse import parse_line
 

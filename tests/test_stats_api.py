@@ -7,13 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from fastapi.testclient import TestClient
 
-from attribution.cluster import ClusterSnapshot
 from attribution.generators import rail_optimized
-from attribution.topology import Topology
-from service.app import create_app
-from service.config import Settings
 from tests.conftest import SHARED_DATA, start_server
 
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
@@ -316,18 +311,17 @@ def test_checkpoint_bad_parameters_are_named(empty):
 
 # --- units from the topology (in-process: the topology API is wired elsewhere) ------------
 
-def test_units_from_the_topology(tmp_path):
-    app = create_app(Settings(db_url=f"duckdb:///{tmp_path / 'stats.duckdb'}"))
-    with TestClient(app) as local:
-        app.state.cluster = ClusterSnapshot(Topology.from_dict(rail_optimized(4)))
-        post_and_analyse(local, day_of_training())
-        window = {"since": iso(T0), "until": iso(T0 + timedelta(hours=10))}
-        gpu = local.get("/v1/stats/mtbf", params={**window, "scope": "gpu", "project_to": 16384}).json()
-        assert (gpu["units"], gpu["failures"]) == (32, 1)
-        assert gpu["unit_hours"] == pytest.approx(320.0) and gpu["unit_mtbf_hours"] == pytest.approx(320.0)
-        assert gpu["projected_mtbf_hours"] == pytest.approx(320.0 / 16384)
-        assert gpu["unit_ci95"][0] < 320.0 < gpu["unit_ci95"][1]
-        assert local.get("/v1/stats/mtbf", params={**window, "scope": "nvswitch"}).json()["units"] == 16
+def test_units_from_the_topology(server):
+    local = server.client
+    local.put("/v1/topology", json=rail_optimized(4)).raise_for_status()
+    post_and_analyse(local, day_of_training())
+    window = {"since": iso(T0), "until": iso(T0 + timedelta(hours=10))}
+    gpu = local.get("/v1/stats/mtbf", params={**window, "scope": "gpu", "project_to": 16384}).json()
+    assert (gpu["units"], gpu["failures"]) == (32, 1)
+    assert gpu["unit_hours"] == pytest.approx(320.0) and gpu["unit_mtbf_hours"] == pytest.approx(320.0)
+    assert gpu["projected_mtbf_hours"] == pytest.approx(320.0 / 16384)
+    assert gpu["unit_ci95"][0] < 320.0 < gpu["unit_ci95"][1]
+    assert local.get("/v1/stats/mtbf", params={**window, "scope": "nvswitch"}).json()["units"] == 16
 
 
 # --- the CLI, against the same server ------------------------------------------------------

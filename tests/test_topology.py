@@ -7,7 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attribution.generators import DGX_H100_GPU_BUSES, heterogeneous_example, rail_optimized
+from attribution.generators import (
+    DGX_H100_GPU_BUSES,
+    heterogeneous_example,
+    rail_optimized,
+)
 from attribution.topology import Topology, TopologyError, link_id, split_link_id
 
 

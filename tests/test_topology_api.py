@@ -7,11 +7,11 @@ import sys
 
 import orjson
 import pytest
+from conftest import Server, start_server
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attribution.generators import heterogeneous_example, rail_optimized
-from conftest import Server, start_server
 
 T0 = "2026-11-29T08:00:00Z"
 

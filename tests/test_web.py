@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Server, start_server
+from test_auth import bearer, create_token
 from test_incidents_api import T0, gpu_falls_off
 
 from attribution.generators import rail_optimized
@@ -223,3 +224,37 @@ def test_neighbourhood_of_the_root_component(live, page):
     assert f"{len(expected)} neighbours" in page.locator("#neighbourhood").inner_text()
     assert graph.locator("line.edge.nvlink").count() >= 1 and graph.locator("line.edge.pcie").count() == 1
     page.locator("#neighbourhood").screenshot(path=str(ARTIFACTS / "neighbourhood.png"))
+
+
+def test_a_secured_server_asks_for_a_token_and_honours_its_role(tmp_path, browser):
+    """Tokens exist: the page itself loads, its API calls are refused until a token is
+    given, a reader then sees the incidents, and on-call actions need more than a reader."""
+    db_url = f"duckdb:///{tmp_path / 'secured.duckdb'}"
+    reader, admin = create_token(db_url, "--role", "reader"), create_token(db_url, "--role", "admin")
+    server = start_server(db_url)
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    try:
+        still_down = [e for e in gpu_falls_off() if e["kind"] != "job_restart"]
+        server.client.post("/v1/events", json=still_down, headers=bearer(admin))
+        server.client.post("/v1/analyze", headers=bearer(admin))
+        page.goto(server.url + "/")
+        page.wait_for_selector("body[data-ready=true]")
+        assert page.locator("#token-box").is_visible()
+        assert "needs a token" in page.locator("#token-reason").inner_text()
+        assert "not available" in page.locator("#incidents").inner_text()
+        shot(page, "token-asked.png")
+        page.fill("#token-input", reader)
+        with page.expect_navigation():
+            page.click("#token-box button[type=submit]")
+        page.wait_for_selector("body[data-ready=true]")
+        assert page.locator("#incident-table tbody tr").count() == 1
+        page.click("#incident-table tbody tr a")
+        page.wait_for_selector("body[data-ready=true]")
+        assert page.locator("g.lane.root").count() == 1
+        page.click("#ack")  # a reader may not
+        page.wait_for_function("document.getElementById('oncall-result').textContent.includes('403')")
+        assert page.locator("#token-box").is_visible()
+    finally:
+        context.close()
+        server.stop()

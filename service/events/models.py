@@ -4,15 +4,23 @@ Shapes are TypedDicts rather than BaseModels so that validation hands back plain
 the bulk path turns them into Arrow columns without a `model_dump` per event.
 """
 
+import math
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Union
 
+import orjson
 import sqlalchemy as sa
-from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints, TypeAdapter
-from sqlalchemy.dialects.postgresql import JSONB
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+)
 from typing_extensions import NotRequired, TypedDict
 
-from service.store import metadata
+from service.store import JSON, metadata
 
 events = sa.Table(
     "events",
@@ -28,7 +36,7 @@ events = sa.Table(
     sa.Column("job", sa.String),
     sa.Column("rank", sa.Integer),
     sa.Column("message", sa.String),
-    sa.Column("attrs", sa.JSON().with_variant(JSONB(), "postgresql")),
+    sa.Column("attrs", JSON),
 )
 
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -194,9 +202,52 @@ class _Envelope(TypedDict):
     received: NotRequired[Any]
 
 
+# Unknown attrs are kept as sent, so they are bounded here: one event cannot carry a
+# megabyte, a structure deep enough to exhaust a parser, or a number the store cannot hold.
+MAX_ATTRS_BYTES = 128 * 1024
+MAX_ATTRS_DEPTH = 8
+MAX_KEY_CHARS = 256
+MAX_STRING_CHARS = 65_536
+
+
+def _check_value(value: Any, path: str, depth: int) -> None:
+    if isinstance(value, dict):
+        if depth > MAX_ATTRS_DEPTH:
+            raise ValueError(f"{path} nests deeper than {MAX_ATTRS_DEPTH} levels")
+        for key, item in value.items():
+            if len(key) > MAX_KEY_CHARS:
+                raise ValueError(f"{path} has a key longer than {MAX_KEY_CHARS} characters")
+            _check_value(item, f"{path}.{key}", depth + 1)
+    elif isinstance(value, list):
+        if depth > MAX_ATTRS_DEPTH:
+            raise ValueError(f"{path} nests deeper than {MAX_ATTRS_DEPTH} levels")
+        for index, item in enumerate(value):
+            _check_value(item, f"{path}[{index}]", depth + 1)
+    elif isinstance(value, str):
+        if len(value) > MAX_STRING_CHARS:
+            raise ValueError(f"{path} is longer than {MAX_STRING_CHARS} characters")
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int):
+        if not -(2**63) <= value < 2**64:
+            raise ValueError(f"{path} is an integer outside 64 bits")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{path} is not a finite number (send null for a missing value)")
+
+
+def _bounded_attrs(attrs: dict) -> dict:
+    """Refuse attrs past the size, depth, string-length and number limits above."""
+    _check_value(attrs, "attrs", 1)
+    size = len(orjson.dumps(attrs))
+    if size > MAX_ATTRS_BYTES:
+        raise ValueError(f"attrs of {size} bytes exceed the limit of {MAX_ATTRS_BYTES} bytes")
+    return attrs
+
+
 def _envelope_for(kind: str, attrs_shape: type) -> type:
     """The envelope specialised to one kind, so errors name `attrs.<field>` of that kind."""
-    attrs = attrs_shape if attrs_shape.__required_keys__ else NotRequired[attrs_shape]
+    bounded = Annotated[attrs_shape, AfterValidator(_bounded_attrs)]
+    attrs = bounded if attrs_shape.__required_keys__ else NotRequired[bounded]
     annotations = {"kind": Literal[kind], "attrs": attrs}
     return type(_Envelope)(f"{kind}_event", (_Envelope,), {"__annotations__": annotations})
 

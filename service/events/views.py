@@ -4,10 +4,12 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from service.auth.dependencies import require
+from service.auth.service import reject_foreign_hosts
 from service.events import service
 from service.events.models import EventList
 from service.http import parse_time, read_body, split_list
@@ -26,8 +28,10 @@ INGEST_BODY = {
 }
 
 
-def _prepare(body: bytes, content_type: str, app_state) -> tuple:
+def _prepare(body: bytes, content_type: str, app_state, principal) -> tuple:
     decoded = service.decode(body, content_type=content_type, max_events=app_state.settings.max_batch_events)
+    if principal is not None:
+        reject_foreign_hosts(decoded, principal=principal)
     rows = None
     if decoded.valid:
         rows = service.to_rows(decoded.valid, received=datetime.now(UTC), enrich=app_state.enrich)
@@ -35,10 +39,14 @@ def _prepare(body: bytes, content_type: str, app_state) -> tuple:
 
 
 async def store_events(request: Request, body: bytes, content_type: str) -> dict:
-    """Validate, store durably, and count: the shared tail of every ingest route."""
+    """Validate, store durably, and count: the shared tail of every ingest route.
+
+    A host-bound agent token (the auth middleware leaves the caller on `request.state`)
+    has its events for other hosts rejected one by one."""
     state = request.app.state
+    principal = getattr(request.state, "principal", None)
     try:
-        decoded, rows = await run_in_threadpool(_prepare, body, content_type, state)
+        decoded, rows = await run_in_threadpool(_prepare, body, content_type, state, principal)
     except service.BodyError as exc:
         raise HTTPException(exc.status, str(exc)) from None
     accepted = 0
@@ -70,7 +78,7 @@ def store_internal(state, generated: list[dict]) -> None:
     state.runner.wake()
 
 
-@router.post("/events", openapi_extra=INGEST_BODY)
+@router.post("/events", openapi_extra=INGEST_BODY, dependencies=[Depends(require("agent"))])
 async def post_events(request: Request) -> JSONResponse:
     """Store a batch: a JSON array, `{"events": [...]}`, or NDJSON. Valid events are kept even
     when others are rejected; a batch with nothing valid answers 422 with the reasons."""
@@ -80,7 +88,7 @@ async def post_events(request: Request) -> JSONResponse:
     return JSONResponse(result, status_code=status)
 
 
-@router.get("/events")
+@router.get("/events", dependencies=[Depends(require("reader"))])
 def get_events(
     request: Request,
     since: str | None = None,

@@ -20,7 +20,6 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-
 from attribution.engine import GAP, LONG_GAP, LOOKBACK, Cluster, Draft, analyse
 from service import store
 from service.events.models import events
@@ -37,12 +36,6 @@ DRIVING_KINDS = ("nccl_timeout", "nccl_error", "job_fail", "job_start", "job_res
 DRIVING_SEVERITIES = ("error", "critical")
 
 
-def _naive(value: datetime) -> datetime:
-    return value.astimezone(UTC).replace(tzinfo=None)
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    return None if value is None else value.replace(tzinfo=UTC)
 
 
 def _last_seq(conn: Connection) -> int:
@@ -90,10 +83,10 @@ def _values(draft: Draft, stored: sa.Row | None) -> dict:
     values = {
         "scope": draft.scope,
         "job": draft.job,
-        "opened": _naive(min(item.time for item in draft.members)),
-        "updated": _naive(datetime.now(UTC)),
-        "start": _naive(draft.start),
-        "last": _naive(draft.last),
+        "opened": store.to_db_time(min(item.time for item in draft.members)),
+        "updated": store.to_db_time(datetime.now(UTC)),
+        "start": store.to_db_time(draft.start),
+        "last": store.to_db_time(draft.last),
         "symptoms": draft.symptoms,
         "hosts": draft.hosts,
         "planned": draft.planned,
@@ -102,8 +95,8 @@ def _values(draft: Draft, stored: sa.Row | None) -> dict:
         "action": draft.action,
         "gpus": interruption["gpus"],
         "gpu_hours_lost": interruption["gpu_hours_lost"],
-        "failed_at": _naive(interruption["start"]),
-        "interruption_end": _naive(end) if end else None,
+        "failed_at": store.to_db_time(interruption["start"]),
+        "interruption_end": store.to_db_time(end) if end else None,
     }
     confirmed = orjson.loads(stored.confirmed) if stored is not None and isinstance(stored.confirmed, str) else (
         stored.confirmed if stored is not None else None)
@@ -127,7 +120,7 @@ def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row]) -> di
     next_number = (conn.execute(sa.select(sa.func.max(incidents.c.number))).scalar() or 0) + 1
     for draft in sorted(drafts, key=lambda d: (d.start, d.scope)):
         match = next((row for row in unmatched if row.scope == draft.scope
-                      and _aware(row.start) <= draft.last + GAP and _aware(row.last) >= draft.start - GAP), None)
+                      and store.from_db_time(row.start) <= draft.last + GAP and store.from_db_time(row.last) >= draft.start - GAP), None)
         values = _values(draft, match)
         if match is not None:
             unmatched.remove(match)

@@ -4,12 +4,9 @@ from typing import Literal
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy.dialects.postgresql import JSONB
 
 from attribution.causes import CATEGORIES, CAUSE_CATEGORY
-from service.store import metadata
-
-Json = sa.JSON().with_variant(JSONB(), "postgresql")
+from service.store import JSON, metadata
 
 incidents = sa.Table(
     "incidents",
@@ -30,17 +27,17 @@ incidents = sa.Table(
     sa.Column("hosts", sa.Integer, nullable=False),
     sa.Column("planned", sa.Boolean, nullable=False),
     # The engine's answer, and what on-call confirmed or overrode (statistics prefer it).
-    sa.Column("root_cause", Json, nullable=False),
-    sa.Column("confirmed", Json),
+    sa.Column("root_cause", JSON, nullable=False),
+    sa.Column("confirmed", JSON),
     sa.Column("category", sa.String, nullable=False),  # effective: confirmed, else engine's
     sa.Column("cause", sa.String, nullable=False),
-    sa.Column("candidates", Json, nullable=False),
-    sa.Column("action", Json, nullable=False),
+    sa.Column("candidates", JSON, nullable=False),
+    sa.Column("action", JSON, nullable=False),
     sa.Column("gpus", sa.Integer, nullable=False),
     sa.Column("gpu_hours_lost", sa.Float, nullable=False),
     sa.Column("failed_at", sa.DateTime, nullable=False),  # the interruption's start
     sa.Column("interruption_end", sa.DateTime),
-    sa.Column("notes", Json, nullable=False),
+    sa.Column("notes", JSON, nullable=False),
 )
 
 # Member and evidence events of each incident, for its timeline.

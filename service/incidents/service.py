@@ -1,12 +1,13 @@
 """Incidents: read, list, page, and apply on-call's confirmations."""
 
 import base64
-from datetime import UTC, datetime
+from datetime import datetime
 
 import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from service import store
 from service.events import service as events_service
 from service.events.models import events
 from service.incidents.models import IncidentPatch, incident_events, incidents
@@ -16,14 +17,11 @@ def _utc(value: datetime | None) -> str | None:
     return events_service.format_time(value)
 
 
-def _json(value):
-    return orjson.loads(value) if isinstance(value, str | bytes) else value
-
 
 def row_to_incident(row: sa.Row) -> dict:
     """A stored row → the SPEC §5 shape (plus scope, planned, confirmed and notes)."""
-    root_cause = dict(_json(row.root_cause))
-    confirmed = _json(row.confirmed)
+    root_cause = dict(store.json_value(row.root_cause))
+    confirmed = store.json_value(row.confirmed)
     if confirmed:
         root_cause.update({k: v for k, v in confirmed.items() if v is not None and k in ("component", "category", "cause")})
         root_cause["confirmed"] = True
@@ -39,16 +37,16 @@ def row_to_incident(row: sa.Row) -> dict:
         "symptoms": row.symptoms,
         "hosts": row.hosts,
         "root_cause": root_cause,
-        "engine_root_cause": _json(row.root_cause) if confirmed else None,
-        "candidates": _json(row.candidates),
-        "action": _json(row.action),
+        "engine_root_cause": store.json_value(row.root_cause) if confirmed else None,
+        "candidates": store.json_value(row.candidates),
+        "action": store.json_value(row.action),
         "interruption": {
             "start": _utc(row.failed_at),
             "end": _utc(row.interruption_end),
             "gpus": row.gpus,
             "gpu_hours_lost": row.gpu_hours_lost,
         },
-        "notes": _json(row.notes),
+        "notes": store.json_value(row.notes),
     }
 
 
@@ -57,9 +55,6 @@ def get(conn: Connection, *, incident_id: str) -> dict | None:
     row = conn.execute(sa.select(incidents).where(incidents.c.id == incident_id)).first()
     return row_to_incident(row) if row else None
 
-
-def _naive(value: datetime) -> datetime:
-    return value.astimezone(UTC).replace(tzinfo=None)
 
 
 def get_all(
@@ -76,9 +71,9 @@ def get_all(
     """Incidents newest first, filtered, one page at a time."""
     query = sa.select(incidents)
     if since:
-        query = query.where(incidents.c.start >= _naive(since))
+        query = query.where(incidents.c.start >= store.to_db_time(since))
     if until:
-        query = query.where(incidents.c.start < _naive(until))
+        query = query.where(incidents.c.start < store.to_db_time(until))
     if status:
         query = query.where(incidents.c.status == status)
     if category:
@@ -114,20 +109,20 @@ def update(conn: Connection, *, incident_id: str, patch: IncidentPatch, now: dat
     row = conn.execute(sa.select(incidents).where(incidents.c.id == incident_id)).first()
     if row is None:
         return None
-    values: dict = {"updated": _naive(now)}
+    values: dict = {"updated": store.to_db_time(now)}
     if patch.root_cause is not None:
         confirmed = patch.root_cause.model_dump()
-        engine_cause = _json(row.root_cause)
+        engine_cause = store.json_value(row.root_cause)
         values["confirmed"] = confirmed
         values["cause"] = confirmed["cause"] or engine_cause["cause"]
         values["category"] = confirmed["category"] or engine_cause["category"]
     if patch.status is not None:
         values["status"] = patch.status
         values["status_set_by_oncall"] = True
-        values["closed"] = _naive(now) if patch.status == "resolved" else None
+        values["closed"] = store.to_db_time(now) if patch.status == "resolved" else None
     if patch.note:
-        notes = list(_json(row.notes) or [])
-        notes.append({"time": events_service.format_time(_naive(now)), "author": patch.author, "text": patch.note})
+        notes = list(store.json_value(row.notes) or [])
+        notes.append({"time": events_service.format_time(store.to_db_time(now)), "author": patch.author, "text": patch.note})
         values["notes"] = notes
     conn.execute(incidents.update().where(incidents.c.id == incident_id).values(**values))
     return get(conn, incident_id=incident_id)

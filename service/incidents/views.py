@@ -3,10 +3,11 @@
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from attribution.causes import CATEGORIES
+from service.auth.dependencies import require
 from service.http import parse_time
 from service.incidents import service
 from service.incidents.models import STATUSES, IncidentPatch
@@ -14,7 +15,7 @@ from service.incidents.models import STATUSES, IncidentPatch
 router = APIRouter(prefix="/v1", tags=["incidents"])
 
 
-@router.get("/incidents")
+@router.get("/incidents", dependencies=[Depends(require("reader"))])
 def list_incidents(
     request: Request,
     since: str | None = None,
@@ -41,7 +42,7 @@ def list_incidents(
     return {"incidents": page, "next": following}
 
 
-@router.get("/incidents/{incident_id}")
+@router.get("/incidents/{incident_id}", dependencies=[Depends(require("reader"))])
 def get_incident(request: Request, incident_id: str) -> dict:
     with request.app.state.engine.connect() as conn:
         incident = service.get(conn, incident_id=incident_id)
@@ -50,7 +51,7 @@ def get_incident(request: Request, incident_id: str) -> dict:
     return incident
 
 
-@router.get("/incidents/{incident_id}/timeline")
+@router.get("/incidents/{incident_id}/timeline", dependencies=[Depends(require("reader"))])
 def get_timeline(request: Request, incident_id: str, limit: Annotated[int, Query(ge=1, le=100_000)] = 50_000) -> dict:
     """The incident's member and evidence events in time order."""
     with request.app.state.engine.connect() as conn:
@@ -59,7 +60,7 @@ def get_timeline(request: Request, incident_id: str, limit: Annotated[int, Query
         return {"incident": incident_id, "events": service.timeline(conn, incident_id=incident_id, limit=limit)}
 
 
-@router.patch("/incidents/{incident_id}")
+@router.patch("/incidents/{incident_id}", dependencies=[Depends(require("admin"))])
 def patch_incident(request: Request, incident_id: str, patch: IncidentPatch) -> dict:
     """On-call confirms or overrides the root cause, sets the status, or adds a note."""
     with request.app.state.engine.begin() as conn:
@@ -69,7 +70,7 @@ def patch_incident(request: Request, incident_id: str, patch: IncidentPatch) -> 
     return incident
 
 
-@router.post("/analyze")
+@router.post("/analyze", dependencies=[Depends(require("admin"))])
 async def analyze(request: Request) -> dict:
     """Process everything received so far; answers when the pass is done."""
     return await run_in_threadpool(request.app.state.runner.run_once)

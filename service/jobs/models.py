@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.events.models import Host, Name, Time
-from service.store import metadata
+from service.store import JSON, metadata
 
 jobs = sa.Table(
     "jobs",
@@ -24,11 +24,11 @@ jobs = sa.Table(
     sa.Column("state_time", sa.DateTime, nullable=False),
     sa.Column("registered", sa.DateTime, nullable=False),
     sa.Column("gpus_per_host", sa.Integer),
-    sa.Column("hosts", sa.JSON),
-    sa.Column("ranks", sa.JSON),
-    sa.Column("parallelism", sa.JSON),
+    sa.Column("hosts", JSON),
+    sa.Column("ranks", JSON),
+    sa.Column("parallelism", JSON),
     sa.Column("topology_version", sa.Integer),
-    sa.Column("attrs", sa.JSON),
+    sa.Column("attrs", JSON),
 )
 
 JobState = Literal["running", "failed", "ended"]

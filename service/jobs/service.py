@@ -1,13 +1,14 @@
 """Jobs: registration rows, placement from a row, state write-through, and queries."""
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from attribution.placement import DEFAULT_ORDER, Placement
+from service import store
 from service.events.service import decode_cursor, encode_cursor, format_time
 from service.jobs.models import JobIn, jobs
 
@@ -20,11 +21,11 @@ def to_row(job: JobIn, *, registered: datetime, topology_version: int | None) ->
     state = job.state or ("ended" if job.end is not None else "running")
     return {
         "id": job.id,
-        "start": _naive(start),
-        "end": _naive(job.end) if job.end is not None else None,
+        "start": store.to_db_time(start),
+        "end": store.to_db_time(job.end) if job.end is not None else None,
         "state": state,
-        "state_time": _naive(job.end or start),
-        "registered": _naive(registered),
+        "state_time": store.to_db_time(job.end or start),
+        "registered": store.to_db_time(registered),
         "gpus_per_host": job.gpus_per_host,
         "hosts": job.hosts,
         "ranks": [slot.model_dump() for slot in job.ranks] if job.ranks is not None else None,
@@ -54,8 +55,8 @@ def set_state(
         sa.update(jobs)
         .where(jobs.c.id == job_id)
         .values(
-            start=_naive(start), state=state, state_time=_naive(state_time),
-            end=_naive(end) if end is not None else None,
+            start=store.to_db_time(start), state=state, state_time=store.to_db_time(state_time),
+            end=store.to_db_time(end) if end is not None else None,
         )
     )
 
@@ -123,6 +124,3 @@ def detail(row: sa.Row, placement: Placement) -> dict[str, Any]:
         out["ranks"] = row.ranks
     return out
 
-
-def _naive(value: datetime) -> datetime:
-    return value.astimezone(UTC).replace(tzinfo=None)

@@ -7,10 +7,11 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from service.auth.dependencies import require
 from service.cluster import Cluster
 from service.jobs import service
 from service.jobs.models import JobIn, JobState
@@ -44,7 +45,7 @@ def _register(request: Request, job: JobIn) -> tuple[dict, bool]:
     return answer, created
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, dependencies=[Depends(require("agent"))])
 async def post_job(request: Request, job: JobIn) -> JSONResponse:
     """Register a job and where its ranks run (201; 200 when it replaces a registration
     of the same id). A placement that does not add up is refused with 422 naming why."""
@@ -52,7 +53,7 @@ async def post_job(request: Request, job: JobIn) -> JSONResponse:
     return JSONResponse(answer, status_code=201 if created else 200)
 
 
-@router.get("")
+@router.get("", dependencies=[Depends(require("reader"))])
 def get_jobs(
     request: Request,
     state: JobState | None = None,
@@ -68,7 +69,7 @@ def get_jobs(
     return {"jobs": [service.summary(row) for row in page], "next": following}
 
 
-@router.get("/{job_id:path}")
+@router.get("/{job_id:path}", dependencies=[Depends(require("reader"))])
 def get_job(request: Request, job_id: str, footprint: bool = False) -> dict:
     """One job: state, hosts, world size, parallel layout and communicator groups; with
     `?footprint=true` also how many components and links its traffic can cross."""

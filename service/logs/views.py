@@ -2,10 +2,11 @@
 
 from datetime import UTC, datetime
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from service.auth.dependencies import require
 from service.events.service import BodyError
 from service.events.views import store_events
 from service.http import read_body
@@ -30,7 +31,7 @@ def _parse(body: bytes, content_type: str, query: dict[str, str | None], max_lin
     return service.parse(logs, received=datetime.now(UTC))
 
 
-@router.post("/logs", openapi_extra=LOGS_BODY)
+@router.post("/logs", openapi_extra=LOGS_BODY, dependencies=[Depends(require("agent"))])
 async def post_logs(request: Request) -> JSONResponse:
     """Parse raw lines of one host: `{"host", "source", "lines", "job"?}`, or text with
     `?host=&source=`. Lines matching no rule are counted, not stored."""

@@ -24,9 +24,7 @@ import math
 import statistics
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
-import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -34,6 +32,7 @@ from attribution.checkpoint import economics, goodput_exact, simulate_goodput
 from attribution.ledger import ledger
 from attribution.reliability import between_failures, mtbf, unit_mtbf
 from attribution.topology import COMPONENT_TYPES, Topology
+from service import store
 from service.events.models import events
 from service.incidents.models import incidents
 
@@ -48,12 +47,6 @@ SIMULATION_BUDGET = 1_000_000
 SIMULATED_MTBFS_PER_RUN = 50
 
 
-def _naive(value: datetime) -> datetime:
-    return value.astimezone(UTC).replace(tzinfo=None)
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    return None if value is None else value.replace(tzinfo=UTC)
 
 
 def format_time(value: datetime | None) -> str | None:
@@ -61,14 +54,11 @@ def format_time(value: datetime | None) -> str | None:
     return None if value is None else value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _json(value: Any) -> Any:
-    return orjson.loads(value) if isinstance(value, str | bytes) else value
-
 
 def event_span(conn: Connection) -> tuple[datetime | None, datetime | None]:
     """The times of the first and the last stored event."""
     low, high = conn.execute(sa.select(sa.func.min(events.c.time), sa.func.max(events.c.time))).one()
-    return _aware(low), _aware(high)
+    return store.from_db_time(low), store.from_db_time(high)
 
 
 def window(conn: Connection, *, since: datetime | None, until: datetime | None) -> dict:
@@ -102,17 +92,17 @@ def interruptions(
         incidents.c.gpu_hours_lost, incidents.c.failed_at, incidents.c.interruption_end,
     )
     if since is not None:
-        query = query.where(incidents.c.failed_at >= _naive(since))
+        query = query.where(incidents.c.failed_at >= store.to_db_time(since))
     if until is not None:
-        query = query.where(incidents.c.failed_at < _naive(until))
+        query = query.where(incidents.c.failed_at < store.to_db_time(until))
     if job is not None:
         query = query.where(incidents.c.job == job)
     if not include_planned:
         query = query.where(incidents.c.planned.is_(False))
     found = []
     for row in conn.execute(query.order_by(incidents.c.failed_at, incidents.c.id)):
-        confirmed = _json(row.confirmed) or {}
-        root = _json(row.root_cause) or {}
+        confirmed = store.json_value(row.confirmed) or {}
+        root = store.json_value(row.root_cause) or {}
         found.append({
             "id": row.id,
             "job": row.job,
@@ -123,8 +113,8 @@ def interruptions(
             "component": confirmed.get("component") or root.get("component"),
             "gpus": row.gpus,
             "gpu_hours_lost": row.gpu_hours_lost,
-            "failed_at": _aware(row.failed_at),
-            "interruption_end": _aware(row.interruption_end),
+            "failed_at": store.from_db_time(row.failed_at),
+            "interruption_end": store.from_db_time(row.interruption_end),
         })
     return found
 
@@ -250,7 +240,7 @@ def job_running_span(conn: Connection, *, job: str, now: datetime) -> tuple[date
         query = sa.select(pick(events.c.time)).where(events.c.job == job)
         if kinds:
             query = query.where(events.c.kind.in_(kinds))
-        return _aware(conn.execute(query).scalar())
+        return store.from_db_time(conn.execute(query).scalar())
 
     notes = []
     start = first_time("job_start")
@@ -302,7 +292,7 @@ def measured_save_minutes(conn: Connection) -> float | None:
     rows = conn.execute(sa.select(events.c.attrs).where(events.c.kind == "checkpoint_save")).scalars()
     durations = []
     for attrs in rows:
-        value = (_json(attrs) or {}).get("duration_s")
+        value = (store.json_value(attrs) or {}).get("duration_s")
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
             durations.append(value / 60.0)
     return statistics.median(durations) if durations else None

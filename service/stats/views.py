@@ -3,8 +3,9 @@
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
+from service.auth.dependencies import require
 from service.http import parse_time
 from service.stats import service
 from service.stats.service import UNIT_TYPES
@@ -21,7 +22,7 @@ def _window(since: str | None, until: str | None) -> tuple[datetime | None, date
     return low, high
 
 
-@router.get("/mtbf")
+@router.get("/mtbf", dependencies=[Depends(require("reader"))])
 def get_mtbf(
     request: Request,
     since: str | None = None,
@@ -48,7 +49,7 @@ def get_mtbf(
                                 now=datetime.now(UTC))
 
 
-@router.get("/causes")
+@router.get("/causes", dependencies=[Depends(require("reader"))])
 def get_causes(
     request: Request,
     since: str | None = None,
@@ -61,7 +62,7 @@ def get_causes(
         return service.causes(conn, since=low, until=high, job=job)
 
 
-@router.get("/checkpoint")
+@router.get("/checkpoint", dependencies=[Depends(require("reader"))])
 def get_checkpoint(
     request: Request,
     save_minutes: Minutes = None,

@@ -7,7 +7,7 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from attribution.topology import Topology, TopologyError
+from attribution.topology import Topology
 from service.events.service import format_time
 from service.topology.models import topologies
 

@@ -6,11 +6,12 @@ Roles (SPEC §9): PUT needs `admin`; the GETs need `reader`.
 from typing import Annotated
 
 import sqlalchemy as sa
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from attribution.topology import TopologyError
+from service.auth.dependencies import require
 from service.cluster import Cluster
 from service.events import service as events_service
 from service.events.models import events
@@ -48,7 +49,7 @@ def _replace(cluster: Cluster, engine: sa.Engine, body: bytes) -> dict:
     return stored
 
 
-@router.put("", openapi_extra=TOPOLOGY_BODY)
+@router.put("", openapi_extra=TOPOLOGY_BODY, dependencies=[Depends(require("admin"))])
 async def put_topology(request: Request) -> JSONResponse:
     """Replace the cluster graph; the answer names the new version and its counts. An
     invalid graph is refused (422) with every problem named (first few offenders each)."""
@@ -63,7 +64,7 @@ async def put_topology(request: Request) -> JSONResponse:
     return JSONResponse(stored)
 
 
-@router.get("")
+@router.get("", dependencies=[Depends(require("reader"))])
 def get_topology(request: Request, version: Annotated[int | None, Query(ge=1)] = None) -> Response:
     """The current graph (or `?version=`), with `version` and `created` beside
     `components` and `links`; a body that can be PUT back as is."""
@@ -74,14 +75,14 @@ def get_topology(request: Request, version: Annotated[int | None, Query(ge=1)] =
     return Response(service.body_json(row), media_type="application/json")
 
 
-@router.get("/versions")
+@router.get("/versions", dependencies=[Depends(require("reader"))])
 def get_versions(request: Request) -> dict:
     """Every stored version's counts, newest first (bodies stay in the store)."""
     with request.app.state.engine.connect() as conn:
         return {"versions": service.get_all(conn)}
 
 
-@router.get("/components/{component:path}")
+@router.get("/components/{component:path}", dependencies=[Depends(require("reader"))])
 def get_component(
     request: Request,
     component: str,

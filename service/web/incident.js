@@ -176,7 +176,6 @@ async function main() {
   const evidenceIds = new Set(incident.root_cause?.evidence || []);
   document.getElementById("evidence").replaceChildren(eventTable(events.filter((e) => evidenceIds.has(e.id)), "evidence-table"));
   await neighbourhood(incident, events);
-  document.body.dataset.ready = "true";
 }
 
-main();
+main().finally(() => { document.body.dataset.ready = "true"; });

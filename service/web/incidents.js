@@ -56,10 +56,10 @@ async function load() {
       : [...open.incidents, ...recent.incidents.filter((i) => i.status !== "open")];
     box.replaceChildren(table(shown));
     document.getElementById("refreshed").textContent = `updated ${new Date().toISOString().slice(11, 19)} UTC`;
-    document.body.dataset.ready = "true";
   } catch (error) {
     notAvailable(box, "Incidents", error);
   }
+  document.body.dataset.ready = "true";
 }
 
 header("incidents");

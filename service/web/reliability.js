@@ -177,7 +177,6 @@ async function main() {
   const spans = windows(incidents);
   drawInterruptions(spans, incidents);
   await Promise.all([drawMtbf(spans), drawLedger(), drawCheckpoint()]);
-  document.body.dataset.ready = "true";
 }
 
-main();
+main().finally(() => { document.body.dataset.ready = "true"; });

@@ -1,20 +1,29 @@
 """Ingest benchmark: events/s over HTTP against the in-process ceiling, measured in one run.
 
     python tests/bench/ingest.py [--events 1000000] [--batch 1000] [--concurrency 8] [--db URL]
+                                 [--compare-postgres SERVER_URL]
 
 Starts `faultgraph serve` on loopback, posts pre-serialised batches from concurrent
 connections, then measures the ceiling: the same payloads parsed with orjson and
-bulk-inserted into a fresh DuckDB file directly. Prints both, their ratio, the server's peak
-RSS, and GET /v1/events latency for 1-hour windows on the filled store.
+bulk-inserted into a fresh store of the same backend directly. Prints both, their ratio, the
+server's peak RSS, and GET /v1/events latency for 1-hour windows on the filled store.
+
+    python tests/bench/ingest.py --compare-postgres postgresql://postgres@127.0.0.1:5432/postgres
+
+runs everything a second time on a fresh database created on that PostgreSQL server (and
+dropped afterwards), and prints the two backends side by side with their ratios.
 """
 
 import argparse
 import asyncio
+import contextlib
 import random
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -25,7 +34,8 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conftest import start_server  # noqa: E402
+from conftest import fresh_postgres_database, start_server  # noqa: E402
+
 from service import store  # noqa: E402
 
 START = datetime(2026, 11, 28, tzinfo=UTC)
@@ -80,10 +90,10 @@ async def post_all(url: str, bodies: list[bytes], concurrency: int) -> tuple[flo
         return time.perf_counter() - started, accepted
 
 
-def ceiling(bodies: list[bytes], db_path: Path, chunk_rows: int = 50_000) -> float:
-    """Events/s of the bare minimum: orjson parse, Arrow columns, DuckDB bulk insert with the
-    same primary key; no HTTP, no validation, no enrichment."""
-    engine = store.make_engine(f"duckdb:///{db_path}")
+def ceiling(bodies: list[bytes], db_url: str, chunk_rows: int = 50_000) -> float:
+    """Events/s of the bare minimum: orjson parse, Arrow columns, bulk insert with the same
+    primary key; no HTTP, no validation, no enrichment."""
+    engine = store.make_engine(db_url)
     store.init_schema(engine)
     received = datetime.now(UTC).replace(tzinfo=None)
     started = time.perf_counter()
@@ -125,33 +135,95 @@ def query_latency(url: str, samples: int = 100) -> tuple[float, float]:
     return statistics.median(timings), timings[int(len(timings) * 0.99) - 1]
 
 
+@dataclass
+class Figures:
+    accepted: int
+    elapsed: float
+    http_rate: float
+    ceiling_rate: float
+    p50: float
+    p99: float
+    rss: float
+    store_mib: float
+
+
+@contextlib.contextmanager
+def fresh_store(server: str | None, tmp: Path, name: str) -> Iterator[str]:
+    """An empty store: a DuckDB file when `server` is None, else a new PostgreSQL database."""
+    if server is None:
+        yield f"duckdb:///{tmp / (name + '.duckdb')}"
+    else:
+        with fresh_postgres_database(server) as url:
+            yield url
+
+
+def measure(bodies: list[bytes], concurrency: int, server_db: str, ceiling_db: str) -> Figures:
+    server = start_server(server_db)
+    try:
+        elapsed, accepted = asyncio.run(post_all(server.url, bodies, concurrency))
+        p50, p99 = query_latency(server.url)
+        rss = peak_rss_mib(server.process.pid)
+    finally:
+        server.stop()
+    size = store_mib(server_db)
+    return Figures(accepted, elapsed, accepted / elapsed, ceiling(bodies, ceiling_db), p50, p99, rss, size)
+
+
+def store_mib(db_url: str) -> float:
+    """Bytes on disk of the filled store: the DuckDB file, or the events table with its indexes."""
+    engine = store.make_engine(db_url)
+    try:
+        if engine.dialect.name == "postgresql":
+            with engine.connect() as conn:
+                size = conn.exec_driver_sql("SELECT pg_total_relation_size('events')").scalar_one()
+        else:
+            size = Path(engine.url.database).stat().st_size
+    finally:
+        engine.dispose()
+    return size / 2**20
+
+
+def report(label: str, f: Figures, batch: int, concurrency: int) -> None:
+    print(f"[{label}]")
+    print(f"events posted          {f.accepted:>12,} in batches of {batch}, {concurrency} connections")
+    print(f"HTTP ingest            {f.http_rate:>12,.0f} events/s ({f.elapsed:.1f} s)")
+    print(f"in-process ceiling     {f.ceiling_rate:>12,.0f} events/s (orjson + Arrow + bulk insert)")
+    print(f"HTTP / ceiling         {f.http_rate / f.ceiling_rate:>12.2f}")
+    print(f"server peak RSS        {f.rss:>12,.0f} MiB")
+    print(f"store on disk          {f.store_mib:>12,.1f} MiB ({f.store_mib * 2**20 / f.accepted:,.0f} bytes/event)")
+    print(f"GET 1-hour window      p50 {f.p50:.1f} ms, p99 {f.p99:.1f} ms (limit 1000, {f.accepted:,}-event store)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--db", help="database URL for the server (default: a fresh DuckDB file)")
+    parser.add_argument("--compare-postgres", metavar="SERVER_URL",
+                        help="also measure on a fresh database created on this PostgreSQL server")
     args = parser.parse_args()
 
     bodies = payloads(args.events, args.batch)
+    results: list[tuple[str, Figures]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        db_url = args.db or f"duckdb:///{Path(tmp) / 'bench.duckdb'}"
-        server = start_server(db_url)
-        try:
-            elapsed, accepted = asyncio.run(post_all(server.url, bodies, args.concurrency))
-            http_rate = accepted / elapsed
-            p50, p99 = query_latency(server.url)
-            rss = peak_rss_mib(server.process.pid)
-        finally:
-            server.stop()
-        ceiling_rate = ceiling(bodies, Path(tmp) / "ceiling.duckdb")
+        server_db = args.db or f"duckdb:///{Path(tmp) / 'bench.duckdb'}"
+        backend = server_db.split(":", 1)[0].split("+", 1)[0]
+        ceiling_server = None if backend == "duckdb" else server_db
+        with fresh_store(ceiling_server, Path(tmp), "ceiling") as ceiling_db:
+            results.append((backend, measure(bodies, args.concurrency, server_db, ceiling_db)))
+        if args.compare_postgres:
+            with fresh_store(args.compare_postgres, Path(tmp), "") as pg_db, \
+                    fresh_store(args.compare_postgres, Path(tmp), "") as pg_ceiling_db:
+                results.append(("postgresql", measure(bodies, args.concurrency, pg_db, pg_ceiling_db)))
 
-    print(f"events posted          {accepted:>12,} in batches of {args.batch}, {args.concurrency} connections")
-    print(f"HTTP ingest            {http_rate:>12,.0f} events/s ({elapsed:.1f} s)")
-    print(f"in-process ceiling     {ceiling_rate:>12,.0f} events/s (orjson + Arrow + DuckDB insert)")
-    print(f"HTTP / ceiling         {http_rate / ceiling_rate:>12.2f}")
-    print(f"server peak RSS        {rss:>12,.0f} MiB")
-    print(f"GET 1-hour window      p50 {p50:.1f} ms, p99 {p99:.1f} ms (limit 1000, {accepted:,}-event store)")
+    for label, figures in results:
+        report(label, figures, args.batch, args.concurrency)
+    if len(results) == 2:
+        (base_label, base), (label, other) = results
+        print(f"{label} / {base_label}: HTTP ingest {other.http_rate / base.http_rate:.2f}, "
+              f"ceiling {other.ceiling_rate / base.ceiling_rate:.2f}, "
+              f"GET p50 {other.p50 / base.p50:.2f}")
 
 
 if __name__ == "__main__":

@@ -24,8 +24,9 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attribution.simulate import storm  # noqa: E402
 from conftest import start_server  # noqa: E402
+
+from attribution.simulate import storm  # noqa: E402
 from ingest.parse import parse_line  # noqa: E402
 
 

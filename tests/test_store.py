@@ -1,0 +1,103 @@
+"""The store's bulk insert and schema, on whichever backend FAULTGRAPH_TEST_DB selects."""
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+import pyarrow as pa
+import pytest
+import sqlalchemy as sa
+
+from service import store
+from service.events import service as events_service
+from service.events.models import events
+
+T0 = datetime(2026, 11, 29, 8, 0, 0, 123456, tzinfo=UTC)
+
+
+def rows_of(items: list[dict], first_seq: int) -> pa.Table:
+    rows = events_service.to_rows(items, received=T0)
+    return rows.append_column("seq", pa.array(range(first_seq, first_seq + len(items)), pa.int64()))
+
+
+def item(event_id: str, **fields) -> dict:
+    return {"id": event_id, "time": T0, "host": "node0001", "kind": "gpu_xid", "attrs": {"xid": 79}, **fields}
+
+
+@pytest.fixture
+def engine(db_url: str):
+    engine = store.make_engine(db_url)
+    store.init_schema(engine)
+    yield engine
+    engine.dispose()
+
+
+def insert(engine: sa.Engine, rows: pa.Table) -> list[str]:
+    with engine.connect() as conn:
+        inserted = store.insert_ignoring_duplicates(conn, rows, table_name="events")
+        conn.commit()
+    return inserted
+
+
+def test_first_arrival_wins_and_stored_ids_are_skipped(engine):
+    first = rows_of([item("a", message="first"), item("b"), item("a", message="second")], 1)
+    assert sorted(insert(engine, first)) == ["a", "b"]
+    again = rows_of([item("b", message="later"), item("c")], 4)
+    assert insert(engine, again) == ["c"]
+    with engine.connect() as conn:
+        stored = dict(conn.execute(sa.select(events.c.id, events.c.message)).all())
+    assert stored == {"a": "first", "b": None, "c": None}
+
+
+def test_uncommitted_insert_is_not_stored(engine):
+    with engine.connect() as conn:
+        assert store.insert_ignoring_duplicates(conn, rows_of([item("gone")], 1), table_name="events") == ["gone"]
+        conn.rollback()
+    assert store.max_value(engine, events.c.seq) == 0
+
+
+def test_times_round_trip_as_naive_utc(engine):
+    moments = [T0, T0 + timedelta(days=400, microseconds=1), datetime(1970, 1, 1, tzinfo=UTC)]
+    insert(engine, rows_of([item(f"t{i}", time=moment) for i, moment in enumerate(moments)], 1))
+    with engine.connect() as conn:
+        stored = dict(conn.execute(sa.select(events.c.id, events.c.time)).all())
+    assert stored == {f"t{i}": moment.replace(tzinfo=None) for i, moment in enumerate(moments)}
+
+
+def test_text_with_nul_and_quotes_is_stored_not_refused(engine):
+    """PostgreSQL cannot hold U+0000; it becomes U+FFFD there and everything else survives."""
+    message = 'line "one"\nline two,\x00 three\\'
+    attrs = {"xid": 79, "text": "nul\x00inside", "k\x00ey": ["\x00", 'q"uote'], "esc": "\\u0000 literal"}
+    insert(engine, rows_of([item("n", message=message, attrs=attrs), item("plain", message="")], 1))
+    with engine.connect() as conn:
+        stored = {row.id: events_service.row_to_event(row) for row in conn.execute(sa.select(events))}
+    nul = "\x00" if engine.dialect.name == "duckdb" else "\ufffd"
+    assert stored["n"]["message"] == message.replace("\x00", nul)
+    assert stored["n"]["attrs"] == {"xid": 79, "text": f"nul{nul}inside", f"k{nul}ey": [nul, 'q"uote'], "esc": "\\u0000 literal"}
+    assert stored["plain"]["message"] == ""
+
+
+def test_postgres_has_time_range_indexes(engine):
+    if engine.dialect.name != "postgresql":
+        pytest.skip("DuckDB scans with zone maps; indexes are a PostgreSQL matter")
+    indexed = {tuple(index["column_names"]) for index in sa.inspect(engine).get_indexes("events")}
+    assert set(store.POSTGRES_INDEXES["events"]) <= indexed
+
+
+def test_schema_creation_from_several_processes_at_once(db_url):
+    if not db_url.startswith("postgresql"):
+        pytest.skip("one DuckDB file has one writer process")
+    engines = [store.make_engine(db_url) for _ in range(4)]
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(store.init_schema, engines))
+        with engines[0].connect() as conn:
+            assert conn.execute(sa.select(sa.func.count()).select_from(store.schema_info)).scalar_one() == 1
+    finally:
+        for engine in engines:
+            engine.dispose()
+
+
+def test_plain_postgresql_url_means_psycopg():
+    engine = store.make_engine("postgresql://user@127.0.0.1:1/db")
+    assert engine.dialect.driver == "psycopg"
+    engine.dispose()

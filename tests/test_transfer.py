@@ -1,0 +1,181 @@
+"""`faultgraph export` / `faultgraph import`: every table through Parquet, between backends."""
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import sqlalchemy as sa
+from conftest import chosen_backend, fresh_postgres_database, start_server
+
+from service import store, transfer
+from service.events import service as events_service
+from service.events.models import EventList, events
+
+T0 = "2026-11-29T08:00:00.123456Z"
+
+
+def batch() -> list[dict]:
+    """Events exercising every column: nulls, unicode, nested attrs, far-apart times."""
+    return [
+        {"id": "a", "time": T0, "host": "node0001", "kind": "gpu_xid", "attrs": {"xid": 79, "pci": "0000:3b:00"},
+         "message": "GPU has fallen off the bus — «ü»", "job": "llama", "rank": 7, "component": "node0001/gpu3"},
+        {"id": "b", "time": "1970-01-01T00:00:00Z", "host": "node0002", "kind": "job_end"},
+        {"id": "c", "time": "2099-12-31T23:59:59.999999Z", "host": "node0003", "kind": "nccl_timeout",
+         "attrs": {"rank": 5, "nested": {"list": [1, 2.5, None, "x"], "flag": True}}, "message": 'q"u,o\nte'},
+    ]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "service.cli", *args], capture_output=True, text=True, timeout=120)
+
+
+def read_back(db_url: str) -> dict[str, list[dict]]:
+    """What a client sees: every event and every incident."""
+    server = start_server(db_url)
+    try:
+        return {name: server.client.get(f"/v1/{name}").json()[name] for name in ("events", "incidents")}
+    finally:
+        server.stop()
+
+
+def fill_directly(db_url: str, events_: list[dict], first_seq: int = 1) -> None:
+    """Store validated events without a server (the tests that only need rows in place)."""
+    valid = EventList.validate_python(events_)
+    rows = events_service.to_rows(valid, received=datetime.now(UTC))
+    rows = rows.append_column("seq", pa.array(range(first_seq, first_seq + len(valid)), pa.int64()))
+    engine = store.make_engine(db_url)
+    try:
+        store.init_schema(engine)
+        with engine.connect() as conn:
+            store.insert_ignoring_duplicates(conn, rows, table_name="events")
+            conn.commit()
+    finally:
+        engine.dispose()
+
+
+def fill(db_url: str, events_: list[dict]) -> dict[str, list[dict]]:
+    server = start_server(db_url)
+    try:
+        assert server.client.post("/v1/events", json=events_).json()["accepted"] == len(events_)
+        server.client.post("/v1/analyze").raise_for_status()  # incidents exist before the export
+    finally:
+        server.stop()
+    return read_back(db_url)
+
+
+@pytest.fixture
+def other_db_url(tmp_path: Path) -> Iterator[str]:
+    """A second, empty store on the backend under test."""
+    backend = chosen_backend()
+    if backend == "duckdb":
+        yield f"duckdb:///{tmp_path / 'other.duckdb'}"
+        return
+    with fresh_postgres_database(backend) as url:
+        yield url
+
+
+def test_round_trip_to_duckdb_keeps_every_event_and_incident(db_url, tmp_path):
+    original = fill(db_url, batch())
+    assert original["incidents"], "the batch should have opened incidents (XID 79, an NCCL timeout)"
+    exported = cli("export", str(tmp_path / "dump"), "--db", db_url)
+    assert exported.returncode == 0, exported.stderr
+    manifest = json.loads((tmp_path / "dump" / "manifest.json").read_text())
+    assert manifest["tables"]["events"]["rows"] == 3
+    target = f"duckdb:///{tmp_path / 'target.duckdb'}"
+    imported = cli("import", str(tmp_path / "dump"), "--db", target)
+    assert imported.returncode == 0, imported.stderr
+    assert "events                              3 rows" in imported.stdout
+    assert read_back(target) == original
+
+
+def test_duckdb_export_imports_into_the_backend_under_test(other_db_url, tmp_path):
+    source = f"duckdb:///{tmp_path / 'source.duckdb'}"
+    original = fill(source, batch())
+    assert cli("export", str(tmp_path / "dump"), "--db", source).returncode == 0
+    assert cli("import", str(tmp_path / "dump"), "--db", other_db_url).returncode == 0
+    assert read_back(other_db_url) == original
+
+
+def test_every_data_table_is_exported(db_url, tmp_path):
+    engine = store.make_engine(db_url)
+    try:
+        store.init_schema(engine)
+        counts = transfer.export_all(engine, tmp_path / "dump")
+    finally:
+        engine.dispose()
+    expected = {table.name for table in store.metadata.sorted_tables} - {store.schema_info.name}
+    assert set(counts) == expected
+    for name in expected:
+        assert pq.read_schema(tmp_path / "dump" / f"{name}.parquet").names == list(store.metadata.tables[name].c.keys())
+
+
+def test_import_is_idempotent_and_lands_after_existing_events(db_url, other_db_url, tmp_path):
+    fill_directly(db_url, batch())
+    engine = store.make_engine(db_url)
+    transfer.export_all(engine, tmp_path / "dump")
+    engine.dispose()
+    fill_directly(other_db_url, [{"id": f"own{i}", "time": T0, "host": "h", "kind": "job_start"} for i in range(5)])
+    target = store.make_engine(other_db_url)
+    try:
+        first = transfer.import_all(target, tmp_path / "dump")
+        assert first["events"] == 3
+        again = transfer.import_all(target, tmp_path / "dump")
+        assert set(again) == set(first) and not any(again.values())
+        with target.connect() as conn:
+            seq = dict(conn.execute(sa.select(events.c.id, events.c.seq)).all())
+    finally:
+        target.dispose()
+    assert len(seq) == 8
+    assert min(seq[i] for i in "abc") > max(seq[f"own{i}"] for i in range(5))
+
+
+def test_a_failed_import_leaves_the_store_untouched(db_url, other_db_url, tmp_path):
+    fill_directly(db_url, batch())
+    engine = store.make_engine(db_url)
+    transfer.export_all(engine, tmp_path / "dump")
+    engine.dispose()
+    table = pq.read_table(tmp_path / "dump" / "events.parquet")
+    pq.write_table(table.drop_columns(["host"]), tmp_path / "dump" / "events.parquet")
+    target = store.make_engine(other_db_url)
+    try:
+        with pytest.raises(ValueError, match="required column host"):
+            transfer.import_all(target, tmp_path / "dump")
+        (tmp_path / "dump" / "events.parquet").write_bytes(b"not parquet at all")
+        with pytest.raises(ValueError, match="not a readable Parquet file"):
+            transfer.import_all(target, tmp_path / "dump")
+        assert store.max_value(target, events.c.seq) == 0
+    finally:
+        target.dispose()
+
+
+@pytest.mark.parametrize(
+    "manifest, words",
+    [
+        (None, "no manifest.json"),
+        ("{broken", "unreadable manifest"),
+        ({"format": "something else", "tables": {}}, "not a faultgraph export"),
+        ({"format": "faultgraph-export", "schema_version": 999, "tables": {}}, "newer than this faultgraph"),
+        ({"format": "faultgraph-export", "schema_version": 1, "tables": {"nonsense": {"file": "x.parquet"}}}, "does not know: nonsense"),
+        ({"format": "faultgraph-export", "schema_version": 1, "tables": {"events": {"file": "../events.parquet"}}}, "outside the export"),
+    ],
+)
+def test_bad_exports_are_refused_with_the_reason(tmp_path, manifest, words):
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    if manifest is not None:
+        (dump / "manifest.json").write_text(manifest if isinstance(manifest, str) else json.dumps(manifest))
+    answer = cli("import", str(dump), "--db", f"duckdb:///{tmp_path / 'target.duckdb'}")
+    assert answer.returncode == 2 and words in answer.stderr, answer.stderr
+
+
+def test_a_column_type_without_a_parquet_mapping_is_named():
+    column = sa.Column("points", sa.ARRAY(sa.Integer))
+    sa.Table("unmapped", sa.MetaData(), column)
+    with pytest.raises(ValueError, match="unmapped.points"):
+        transfer.arrow_type(column)
