@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from attribution.checkpoint import daly
@@ -140,6 +140,7 @@ class StoreCollector:
                 .where(incidents.c.status != "resolved").group_by(incidents.c.category)).all())
             stored = conn.execute(sa.select(sa.func.count()).select_from(events)).scalar() or 0
             n_incidents = conn.execute(sa.select(sa.func.count()).select_from(incidents)).scalar() or 0
+            size = _store_bytes(conn, self._db_path)
             mtbf = stats.cluster_mtbf(conn, since=None, until=None, include_planned=False)["mtbf_hours"]
             save = stats.measured_save_minutes(conn)
         gauge = GaugeMetricFamily("faultgraph_open_incidents", "Incidents not yet resolved, by category.", labels=["category"])
@@ -148,9 +149,9 @@ class StoreCollector:
         yield gauge
         yield GaugeMetricFamily("faultgraph_store_events", "Events held in the store.", value=stored)
         yield GaugeMetricFamily("faultgraph_store_incidents", "Incidents held in the store.", value=n_incidents)
-        if self._db_path is not None and self._db_path.exists():
-            size = self._db_path.stat().st_size + _size(self._db_path.with_name(self._db_path.name + ".wal"))
-            yield GaugeMetricFamily("faultgraph_store_bytes", "Size of the store's database file(s).", value=size)
+        if size is not None:
+            yield GaugeMetricFamily("faultgraph_store_bytes", "Size of the store on disk (DuckDB file and WAL, or the PostgreSQL database).",
+                                    value=size)
         mtbf = math.nan if mtbf is None else mtbf
         yield GaugeMetricFamily("faultgraph_cluster_mtbf_hours",
                                 "Cluster MTBF as GET /v1/stats/mtbf counts it over everything stored (NaN before the first interruption).",
@@ -160,6 +161,15 @@ class StoreCollector:
                                 f"Recommended checkpoint interval (Daly's) at the current MTBF and the measured save time "
                                 f"(else {DEFAULT_SAVE_MINUTES:g} min).",
                                 value=daly(save_minutes=save_minutes, mtbf_minutes=mtbf * 60) if math.isfinite(mtbf) and mtbf > 0 else math.nan)
+
+
+def _store_bytes(conn: Connection, duckdb_file: Path | None) -> int | None:
+    """Bytes on disk; None for an in-memory store."""
+    if conn.dialect.name == "postgresql":
+        return conn.exec_driver_sql("SELECT pg_database_size(current_database())").scalar()
+    if duckdb_file is None or not duckdb_file.exists():
+        return None
+    return duckdb_file.stat().st_size + _size(duckdb_file.with_name(duckdb_file.name + ".wal"))
 
 
 def _duckdb_path(db_url: str) -> Path | None:
