@@ -5,12 +5,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from functools import partial
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
 
-from service import store
+from service import alerts, metrics, store
 from service.auth import views as auth_views
 from service.auth.middleware import Authenticate
 from service.auth.service import Authenticator
@@ -28,6 +30,7 @@ from service.topology import views as topology_views
 from service.writer import GroupWriter
 
 log = logging.getLogger("faultgraph")
+WEB_DIR = Path(__file__).resolve().parent / "web"
 
 
 def create_app(settings: Settings | None = None, *, open_without_tokens: bool = False) -> FastAPI:
@@ -56,12 +59,20 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             max_group_rows=settings.group_commit_rows,
         )
         app.state.runner = IncidentRunner(engine, lambda: app.state.cluster)
+        app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_env(), metrics=app.state.metrics)
+
+        def after_pass(result: dict[str, int], seconds: float) -> None:
+            app.state.metrics.observe_pass(result, seconds)
+            app.state.alerts.wake()
+
+        app.state.runner.after_pass = after_pass
         watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state))
         try:
             yield
         finally:
             watcher.close()
             app.state.runner.close()
+            app.state.alerts.close()
             app.state.writer.close()
             engine.dispose()
 
@@ -77,6 +88,12 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app.include_router(jobs_views.router)
     app.include_router(stats_views.router)
     app.include_router(logs_views.router)
+    metrics.install(app, metrics.Metrics())
+    app.mount("/ui", StaticFiles(directory=WEB_DIR, html=True), name="ui")
+
+    @app.get("/", include_in_schema=False)
+    def home() -> RedirectResponse:
+        return RedirectResponse("/ui/")
 
     @app.get("/healthz", tags=["health"])
     def healthz(request: Request) -> dict:

@@ -408,5 +408,10 @@ def agent(
     run_until_signalled(host_agent)
 
 
+from service.oncall_cli import register as register_oncall  # noqa: E402  (incidents, show, timeline, ack, resolve, demo)
+
+register_oncall(app)
+
+
 if __name__ == "__main__":
     app()

@@ -27,10 +27,21 @@ def get(url: str, path: str, *, token: str | None = None, params: dict[str, Any]
 
     Parameters whose value is None are left out, so a command passes its options as they are.
     """
+    return request("GET", url, path, token=token, params=params, timeout=timeout)
+
+
+def patch(url: str, path: str, body: dict[str, Any], *, token: str | None = None, timeout: float = 30.0) -> Any:
+    """PATCH `path` with a JSON body (on-call's acknowledge and resolve) and return the answer."""
+    return request("PATCH", url, path, token=token, json=body, timeout=timeout)
+
+
+def request(method: str, url: str, path: str, *, token: str | None = None, params: dict[str, Any] | None = None,
+            json: Any = None, timeout: float = 30.0) -> Any:
+    """One call to the API; ApiError says why it could not be made or was refused."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     query = {name: value for name, value in (params or {}).items() if value is not None}
     try:
-        response = httpx.get(url.rstrip("/") + path, params=query, headers=headers, timeout=timeout)
+        response = httpx.request(method, url.rstrip("/") + path, params=query, headers=headers, json=json, timeout=timeout)
     except httpx.HTTPError as exc:
         raise ApiError(f"cannot reach {url}: {exc}") from None
     if response.status_code >= 400:

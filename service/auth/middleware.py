@@ -10,8 +10,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.auth.service import Authenticator
 
-# Liveness probes and the API description carry no token.
-OPEN_PATHS = frozenset({"/healthz", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+# Liveness probes and the API description carry no token; nor do the web UI's static
+# files (they hold no data: the page asks for a token and sends it on every API call).
+OPEN_PATHS = frozenset({"/healthz", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/", "/ui"})
+OPEN_PREFIXES = ("/ui/",)
 
 UNAUTHENTICATED = JSONResponse(
     {"detail": "a valid bearer token is required"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
@@ -30,7 +32,7 @@ class Authenticate:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or scope["path"].startswith(OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
         authenticator: Authenticator = scope["app"].state.auth

@@ -63,6 +63,7 @@ async def store_events(request: Request, body: bytes, content_type: str) -> dict
         heartbeats = [e["host"] for e in decoded.valid if e["kind"] == "host_heartbeat" and (e.get("attrs") or {}).get("state") == "ok"]
         if heartbeats:
             state.liveness.beat(heartbeats, datetime.now(UTC))
+    await run_in_threadpool(state.metrics.observe_ingest, rows, decoded.rejected, body, len(decoded.valid) - accepted)
     return {
         "accepted": accepted,
         "duplicates": len(decoded.valid) - accepted,

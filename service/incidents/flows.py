@@ -183,6 +183,7 @@ class IncidentRunner:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self.last_duration = 0.0
+        self.after_pass: Callable[[dict[str, int], float], None] = lambda result, seconds: None  # metrics, alerts
         self._thread = threading.Thread(target=self._loop, name="faultgraph-engine", daemon=True)
         self._thread.start()
 
@@ -195,6 +196,7 @@ class IncidentRunner:
             started = time.perf_counter()
             result = analyze_pending(self._engine, self._cluster())
             self.last_duration = time.perf_counter() - started
+            self.after_pass(result, self.last_duration)
             return result
 
     def close(self) -> None:
