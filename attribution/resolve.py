@@ -137,18 +137,17 @@ class Resolver:
             if found is not None:
                 return found
         host = self.host(event.get("host"))
-        for finder in (
-            lambda: self._by_pci_attrs(host, attrs),
-            lambda: self._by_global(attrs),
-            lambda: self.device(host, attrs.get("device", event.get("device"))),
-            lambda: self._by_nvswitch_index(host, attrs),
-            lambda: self._by_rank(host, event, attrs, placement),
-            lambda: self.component_of_ip(attrs.get("ip")),
-        ):
-            found = finder()
-            if found is not None:
-                return found
-        return host
+        # Tried in order, each only when the event carries what it reads (this runs for
+        # every event ingested).
+        return (
+            self._by_pci_attrs(host, attrs)
+            or self._by_global(attrs)
+            or self.device(host, attrs.get("device", event.get("device")))
+            or self._by_nvswitch_index(host, attrs)
+            or self._by_rank(host, event, attrs, placement)
+            or (self.component_of_ip(attrs["ip"]) if "ip" in attrs else None)
+            or host
+        )
 
     def host(self, name: Any) -> str | None:
         """The canonical host for a host name (FQDN and case differences forgiven);
@@ -187,9 +186,10 @@ class Resolver:
         found = self._device.get((host, name))
         if found is not None:
             return found
-        by_ip = self.component_of_ip(name)
-        if by_ip is not None:
-            return by_ip
+        if name[0].isdigit() or ":" in name:  # an address rather than a device name
+            by_ip = self.component_of_ip(name)
+            if by_ip is not None:
+                return by_ip
         index = _index_of(_NIC_DEVICE, name)
         return None if index is None else self._conventional(f"{host}/nic{index}")
 

@@ -22,13 +22,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Request, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy.engine import Connection, Engine
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from attribution.checkpoint import daly
 from attribution.causes import CATEGORIES
+from attribution.checkpoint import daly
 from service.auth.dependencies import require
 from service.events.models import KINDS, events
 from service.incidents.models import incidents

@@ -15,8 +15,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
-import typer
 import httpx
+import typer
 import uvicorn
 from rich.console import Console
 from rich.markup import escape

@@ -7,8 +7,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 from conftest import free_port, start_server
+from prometheus_client.parser import text_string_to_metric_families
 from test_incidents_api import T0, gpu_falls_off
 
 from attribution.checkpoint import daly

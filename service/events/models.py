@@ -210,34 +210,36 @@ MAX_KEY_CHARS = 256
 MAX_STRING_CHARS = 65_536
 
 
-def _check_value(value: Any, path: str, depth: int) -> None:
-    if isinstance(value, dict):
+def _problem(value: Any, depth: int) -> tuple[list[str], str] | None:
+    """The first limit `value` breaks, as (path below it, what), or None. Paths are built
+    only on the way out of a failure: this runs for every event ingested."""
+    if isinstance(value, str):
+        return ([], f"is longer than {MAX_STRING_CHARS} characters") if len(value) > MAX_STRING_CHARS else None
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return None if -(2**63) <= value < 2**64 else ([], "is an integer outside 64 bits")
+    if isinstance(value, float):
+        return None if math.isfinite(value) else ([], "is not a finite number (send null for a missing value)")
+    if isinstance(value, dict | list):
         if depth > MAX_ATTRS_DEPTH:
-            raise ValueError(f"{path} nests deeper than {MAX_ATTRS_DEPTH} levels")
-        for key, item in value.items():
-            if len(key) > MAX_KEY_CHARS:
-                raise ValueError(f"{path} has a key longer than {MAX_KEY_CHARS} characters")
-            _check_value(item, f"{path}.{key}", depth + 1)
-    elif isinstance(value, list):
-        if depth > MAX_ATTRS_DEPTH:
-            raise ValueError(f"{path} nests deeper than {MAX_ATTRS_DEPTH} levels")
-        for index, item in enumerate(value):
-            _check_value(item, f"{path}[{index}]", depth + 1)
-    elif isinstance(value, str):
-        if len(value) > MAX_STRING_CHARS:
-            raise ValueError(f"{path} is longer than {MAX_STRING_CHARS} characters")
-    elif isinstance(value, bool) or value is None:
-        return
-    elif isinstance(value, int):
-        if not -(2**63) <= value < 2**64:
-            raise ValueError(f"{path} is an integer outside 64 bits")
-    elif isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{path} is not a finite number (send null for a missing value)")
+            return [], f"nests deeper than {MAX_ATTRS_DEPTH} levels"
+        pairs = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in pairs:
+            if isinstance(key, str) and len(key) > MAX_KEY_CHARS:
+                return [], f"has a key longer than {MAX_KEY_CHARS} characters"
+            found = _problem(item, depth + 1)
+            if found is not None:
+                step = f".{key}" if isinstance(key, str) else f"[{key}]"
+                return [step, *found[0]], found[1]
+    return None
 
 
 def _bounded_attrs(attrs: dict) -> dict:
     """Refuse attrs past the size, depth, string-length and number limits above."""
-    _check_value(attrs, "attrs", 1)
+    found = _problem(attrs, 1)
+    if found is not None:
+        raise ValueError(f"attrs{''.join(found[0])} {found[1]}")
     size = len(orjson.dumps(attrs))
     if size > MAX_ATTRS_BYTES:
         raise ValueError(f"attrs of {size} bytes exceed the limit of {MAX_ATTRS_BYTES} bytes")

@@ -57,7 +57,7 @@ def _load_events(conn: Connection, low: datetime, high: datetime) -> list[dict]:
         .order_by(events.c.time, events.c.id)
     )
     loaded = []
-    for row in conn.execute(query):
+    for row in conn.execute(query).all():
         attrs = row.attrs
         loaded.append({
             "id": row.id, "time": row.time.replace(tzinfo=UTC), "host": row.host, "kind": row.kind,
