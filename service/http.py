@@ -44,3 +44,14 @@ def parse_time(value: str | None, name: str) -> datetime | None:
 def split_list(values: list[str] | None) -> tuple[str, ...]:
     """Repeated or comma-separated query values → one tuple."""
     return tuple(part for value in values or () for part in value.split(",") if part)
+
+
+def request_body(json_schema: dict, *, other: str) -> dict:
+    """OpenAPI for a route that reads its body itself (to bound and stream it): a JSON
+    body of `json_schema`, or the `other` media type as text."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": json_schema}, other: {"schema": {"type": "string"}}},
+        }
+    }

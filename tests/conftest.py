@@ -104,6 +104,16 @@ def fresh_postgres_database(server_url: str) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def stored_ids(client: httpx.Client) -> list[str]:
+    """Every stored event id, in time order, paging through GET /v1/events."""
+    ids, cursor = [], None
+    while True:
+        page = client.get("/v1/events", params={"limit": 10_000, **({"cursor": cursor} if cursor else {})}).json()
+        ids += [event["id"] for event in page["events"]]
+        if not (cursor := page["next"]):
+            return ids
+
+
 @pytest.fixture
 def db_url(tmp_path: Path) -> Iterator[str]:
     backend = chosen_backend()

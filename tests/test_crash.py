@@ -5,19 +5,10 @@ import threading
 import time
 
 import httpx
-from conftest import Server, start_server
+from conftest import start_server, stored_ids
 
 BATCH = 250
 WRITERS = 4
-
-
-def all_ids(srv: Server) -> list[str]:
-    ids, cursor = [], None
-    while True:
-        page = srv.client.get("/v1/events", params={"limit": 10_000, **({"cursor": cursor} if cursor else {})}).json()
-        ids += [e["id"] for e in page["events"]]
-        if not (cursor := page["next"]):
-            return ids
 
 
 def batch_of(ids: list[str]) -> list[dict]:
@@ -66,7 +57,7 @@ def test_sigkill_mid_ingest_loses_no_acknowledged_event(db_url):
 
     srv = start_server(db_url)  # the store must open cleanly after the crash
     try:
-        stored = all_ids(srv)
+        stored = stored_ids(srv.client)
         assert len(stored) == len(set(stored)), "an event is stored twice"
         missing = acknowledged - set(stored)
         assert not missing, f"{len(missing)} acknowledged events were lost"
@@ -78,7 +69,7 @@ def test_sigkill_mid_ingest_loses_no_acknowledged_event(db_url):
         for ids in sent:
             if not set(ids) <= acknowledged:
                 assert srv.client.post("/v1/events", json=batch_of(ids)).status_code == 200
-        final = all_ids(srv)
+        final = stored_ids(srv.client)
         assert len(final) == len(everything) and set(final) == everything
     finally:
         srv.stop()

@@ -11,7 +11,7 @@ import httpx
 import pyarrow as pa
 import pytest
 import schemathesis
-from conftest import Server, start_server
+from conftest import Server, start_server, stored_ids
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -276,13 +276,8 @@ def test_storm_of_concurrent_agents(tmp_path):
     try:
         total = agents * batches * size
         assert set(statuses) <= {200, 503}
-        ids, cursor = set(), None
-        while True:
-            page = srv.client.get("/v1/events", params={"limit": 10_000, **({"cursor": cursor} if cursor else {})}).json()
-            ids |= {e["id"] for e in page["events"]}
-            if not (cursor := page["next"]):
-                break
-        assert len(ids) == total
+        ids = stored_ids(srv.client)
+        assert len(ids) == len(set(ids)) == total
         print(f"\nstorm: {agents} agents, {total} events in {seconds:.1f} s ({total / seconds:,.0f}/s), "
               f"{statuses.count(503)} answers 503 + Retry-After, 0 lost, 0 duplicated")
     finally:

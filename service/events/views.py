@@ -12,20 +12,12 @@ from service.auth.dependencies import require
 from service.auth.service import reject_foreign_hosts
 from service.events import service
 from service.events.models import EventList
-from service.http import parse_time, read_body, split_list
+from service.http import parse_time, read_body, request_body, split_list
 from service.writer import WriterBusy
 
 router = APIRouter(prefix="/v1", tags=["events"])
 
-INGEST_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {"schema": EventList.json_schema(ref_template="#/components/schemas/{model}")},
-            "application/x-ndjson": {"schema": {"type": "string"}},
-        },
-    }
-}
+INGEST_BODY = request_body(EventList.json_schema(ref_template="#/components/schemas/{model}"), other="application/x-ndjson")
 
 
 def _prepare(body: bytes, content_type: str, app_state, principal) -> tuple:

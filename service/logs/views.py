@@ -9,21 +9,13 @@ from starlette.concurrency import run_in_threadpool
 from service.auth.dependencies import require
 from service.events.service import BodyError
 from service.events.views import store_events
-from service.http import read_body
+from service.http import read_body, request_body
 from service.logs import service
 from service.logs.models import LogsBodyAdapter
 
 router = APIRouter(prefix="/v1", tags=["logs"])
 
-LOGS_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {"schema": LogsBodyAdapter.json_schema(ref_template="#/components/schemas/{model}")},
-            "text/plain": {"schema": {"type": "string"}},
-        },
-    }
-}
+LOGS_BODY = request_body(LogsBodyAdapter.json_schema(ref_template="#/components/schemas/{model}"), other="text/plain")
 
 
 def _parse(body: bytes, content_type: str, query: dict[str, str | None], max_lines: int) -> service.ParsedLogs:
