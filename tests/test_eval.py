@@ -10,7 +10,9 @@ def test_every_fault_type_is_attributed_through_the_service(server):
     assert {fault["mechanism"] for fault in scenario.truth} == set(MECHANISMS)
     sent = evaluate.replay(server.client, scenario)
     assert sent["accepted"] == sent["events"] and sent["parsed"] > 0
-    report = evaluate.score(evaluate.incidents(server.client), scenario.truth).as_dict()
+    found = evaluate.incidents(server.client)
+    assert {incident["topology_version"] for incident in found} == {1}  # analysed on the uploaded graph
+    report = evaluate.score(found, scenario.truth).as_dict()
     total = report["mechanisms"]["all"]
     assert total["faults"] == 40
     assert total["top1_pct"] >= 95 and total["category_pct"] >= 98, report["misses"]

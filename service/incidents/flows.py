@@ -76,11 +76,12 @@ def _overlapping(conn: Connection, low: datetime, high: datetime) -> list[sa.Row
     ).fetchall()
 
 
-def _values(draft: Draft, stored: sa.Row | None) -> dict:
+def _values(draft: Draft, stored: sa.Row | None, topology_version: int | None) -> dict:
     """The columns the engine owns; on-call's confirmation, status and notes are kept."""
     interruption = draft.interruption
     end = interruption["end"]
     values = {
+        "topology_version": topology_version,
         "scope": draft.scope,
         "job": draft.job,
         "opened": store.to_db_time(min(item.time for item in draft.members)),
@@ -113,7 +114,8 @@ def _replace_members(conn: Connection, incident_id: str, event_ids: list[str]) -
     store.append(conn, incident_events, pa.table({"incident_id": [incident_id] * len(event_ids), "event_id": event_ids}))
 
 
-def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row]) -> dict[str, int]:
+def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row], *,
+              topology_version: int | None = None) -> dict[str, int]:
     """Upsert the engine's incidents of a window over the stored ones it overlaps."""
     unmatched = list(stored)
     opened = updated = 0
@@ -121,7 +123,7 @@ def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row]) -> di
     for draft in sorted(drafts, key=lambda d: (d.start, d.scope)):
         match = next((row for row in unmatched if row.scope == draft.scope
                       and store.from_db_time(row.start) <= draft.last + GAP and store.from_db_time(row.last) >= draft.start - GAP), None)
-        values = _values(draft, match)
+        values = _values(draft, match, topology_version)
         if match is not None:
             unmatched.remove(match)
             incident_id = match.id
@@ -166,7 +168,8 @@ def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
             drafts = analyse(_load_events(conn, core_low - MARGIN, core_high + MARGIN), cluster)
             low_utc, high_utc = core_low.replace(tzinfo=UTC), core_high.replace(tzinfo=UTC)
             drafts = [d for d in drafts if d.last >= low_utc - GAP and d.start <= high_utc + GAP]
-            result |= reconcile(conn, drafts, _overlapping(conn, core_low, core_high))
+            result |= reconcile(conn, drafts, _overlapping(conn, core_low, core_high),
+                                topology_version=getattr(cluster, "version", None))
         _save_seq(conn, top)
         conn.commit()
         return result

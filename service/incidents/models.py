@@ -38,6 +38,8 @@ incidents = sa.Table(
     sa.Column("failed_at", sa.DateTime, nullable=False),  # the interruption's start
     sa.Column("interruption_end", sa.DateTime),
     sa.Column("notes", JSON, nullable=False),
+    # The topology version the engine analysed it on (GET /v1/topology?version=N).
+    sa.Column("topology_version", sa.Integer),
 )
 
 # Member and evidence events of each incident, for its timeline.

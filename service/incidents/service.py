@@ -47,6 +47,7 @@ def row_to_incident(row: sa.Row) -> dict:
             "gpu_hours_lost": row.gpu_hours_lost,
         },
         "notes": store.json_value(row.notes),
+        "topology_version": row.topology_version,
     }
 
 
