@@ -21,6 +21,7 @@ from service.events.models import events
 from service.incidents import views as incidents_views
 from service.incidents.flows import IncidentRunner
 from service.jobs import views as jobs_views
+from service.leader import Lease
 from service.liveness import Liveness, LivenessWatcher
 from service.logs import views as logs_views
 from service.stats import views as stats_views
@@ -55,13 +56,17 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             max_queue=settings.writer_queue_batches,
             max_group_rows=settings.group_commit_rows,
         )
-        app.state.runner = IncidentRunner(engine, lambda: app.state.cluster)
-        watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state))
+        lease = Lease(engine, on_gain=lambda: app.state.runner.wake())
+        app.state.lease = lease
+        app.state.runner = IncidentRunner(engine, lambda: app.state.cluster, leading=lambda: lease.held)
+        watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state),
+                                  leading=lambda: lease.held)
         try:
             yield
         finally:
             watcher.close()
             app.state.runner.close()
+            lease.close()
             app.state.writer.close()
             engine.dispose()
 
@@ -80,10 +85,12 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
 
     @app.get("/healthz", tags=["health"])
     def healthz(request: Request) -> dict:
-        """Liveness and readiness: the store answers and the writer is keeping up."""
+        """Liveness and readiness: the store answers and the writer is keeping up; `leader`
+        says whether this replica runs the incident engine and the liveness watcher."""
         with request.app.state.engine.connect() as conn:
             conn.exec_driver_sql("SELECT 1")
-        return {"status": "ok", "writer_queue": request.app.state.writer.depth}
+        return {"status": "ok", "writer_queue": request.app.state.writer.depth,
+                "leader": request.app.state.lease.held}
 
     def openapi() -> dict:
         """FastAPI's schema, with 422 documented as the `{"detail": "..."}` actually sent."""

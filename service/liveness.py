@@ -54,11 +54,14 @@ def lost_event(host: str, at: datetime, timeout: timedelta) -> dict:
 
 
 class LivenessWatcher:
-    """A thread that turns overdue hosts into stored `lost` events."""
+    """A thread that turns overdue hosts into stored `lost` events, while `leading()` says
+    this replica leads (one replica reports a lost host, not each of them)."""
 
-    def __init__(self, liveness: Liveness, store_events: Callable[[list[dict]], None]) -> None:
+    def __init__(self, liveness: Liveness, store_events: Callable[[list[dict]], None], *,
+                 leading: Callable[[], bool] = lambda: True) -> None:
         self._liveness = liveness
         self._store = store_events
+        self._leading = leading
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="faultgraph-liveness", daemon=True)
         self._thread.start()
@@ -66,6 +69,8 @@ class LivenessWatcher:
     def _loop(self) -> None:
         period = max(0.5, self._liveness.timeout.total_seconds() / 4)
         while not self._stop.wait(period):
+            if not self._leading():
+                continue
             overdue = self._liveness.overdue(datetime.now(UTC))
             if overdue:
                 log.warning("hosts lost (no heartbeat): %s", ", ".join(host for host, _ in overdue))
