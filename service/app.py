@@ -22,7 +22,7 @@ from service.incidents import views as incidents_views
 from service.incidents.flows import IncidentRunner
 from service.jobs import views as jobs_views
 from service.leader import Lease
-from service.liveness import Liveness, LivenessWatcher
+from service.liveness import Liveness, LivenessWatcher, stored_beats
 from service.logs import views as logs_views
 from service.stats import views as stats_views
 from service.topology import views as topology_views
@@ -59,8 +59,10 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         lease = Lease(engine, on_gain=lambda: app.state.runner.wake())
         app.state.lease = lease
         app.state.runner = IncidentRunner(engine, lambda: app.state.cluster, leading=lambda: lease.held)
+        replicated = engine.dialect.name == "postgresql"  # other replicas may take heartbeats
         watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state),
-                                  leading=lambda: lease.held)
+                                  leading=lambda: lease.held,
+                                  shared=(lambda since: stored_beats(engine, since=since)) if replicated else None)
         try:
             yield
         finally:

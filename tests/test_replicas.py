@@ -6,6 +6,7 @@ runs the suite on both backends).
 
 import threading
 import time
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -117,6 +118,34 @@ def test_leader_killed_mid_storm_survivor_takes_over_nothing_lost(db_url):
         assert the_incident(restarted) == the_incident(survivor)
         print(f"\nreplicas: lease taken over {takeover:.1f} s after SIGKILL; {len(acknowledged)} acknowledged, "
               f"{len(stored)} stored, 0 lost, 0 duplicated; one incident, {incident['symptoms']} symptoms")
+    finally:
+        for srv in servers:
+            srv.stop()
+
+
+def test_only_the_leader_reports_a_lost_host_seen_by_any_replica(db_url):
+    """Heartbeats reach the follower only; the leader still marks the quiet host lost, once."""
+    fast = {"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"}
+    servers = [start_server(db_url, env=fast)]
+    try:
+        servers.append(start_server(db_url, env=fast))
+        wait_until(lambda: any(leading(s) for s in servers), within=10, what="a leader")
+        follower = next(s for s in servers if not leading(s))
+
+        def beat(host: str) -> dict:
+            return {"time": datetime.now(UTC).isoformat(), "host": host, "kind": "host_heartbeat",
+                    "attrs": {"state": "ok"}}
+
+        def lost() -> list[str]:
+            found = follower.client.get("/v1/events", params={"kind": "host_heartbeat"}).json()["events"]
+            return [e["host"] for e in found if e["attrs"]["state"] == "lost"]
+
+        follower.client.post("/v1/events", json=[beat("node0001"), beat("node0002")])
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline:  # node0002 keeps beating, node0001 has gone quiet
+            follower.client.post("/v1/events", json=[beat("node0002")])
+            time.sleep(0.2)
+        assert lost() == ["node0001"]
     finally:
         for srv in servers:
             srv.stop()
