@@ -68,9 +68,9 @@ class Lease:
         while True:
             try:
                 self._check()
-            except Exception as exc:  # the database is unreachable: nobody here leads
-                if self._held:
-                    log.warning("leader lease lost: %s", exc)
+            except Exception:  # the database is unreachable: nobody here leads
+                log.log(logging.WARNING if self._held else logging.DEBUG,
+                        "leader lease check failed (was leading: %s)", self._held, exc_info=True)
                 self._drop()
             if self._stop.wait(self._interval):
                 return
