@@ -94,7 +94,7 @@ def test_leader_killed_mid_storm_survivor_takes_over_nothing_lost(db_url):
         takeover = time.monotonic() - killed_at
 
         # The survivor's engine (no POST /v1/analyze) folds the rest of the storm in.
-        wait_until(lambda: the_incident(survivor)[0]["symptoms"] == 63, within=20, what="the survivor's engine")
+        wait_until(lambda: [i["symptoms"] for i in the_incident(survivor)] == [63], within=20, what="the survivor's engine")
         stop.set()
         for thread in threads:
             thread.join(timeout=30)
