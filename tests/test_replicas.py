@@ -40,7 +40,7 @@ def noise(ids: list[str]) -> list[dict]:
              "id": event_id, "attrs": {"device": "mlx5_0", "count": i}} for i, event_id in enumerate(ids)]
 
 
-def the_incident(srv: Server) -> list[dict]:
+def incidents_of(srv: Server) -> list[dict]:
     return srv.client.get("/v1/incidents").json()["incidents"]
 
 
@@ -83,8 +83,8 @@ def test_leader_killed_mid_storm_survivor_takes_over_nothing_lost(db_url):
         storm = gpu_falls_off()
         assert leader.client.post("/v1/events", json=storm[:20]).status_code == 200
         assert survivor.client.post("/v1/events", json=storm[20:40]).status_code == 200
-        wait_until(lambda: len(the_incident(survivor)) == 1, within=20, what="the leader opens the incident")
-        [opened] = the_incident(survivor)
+        wait_until(lambda: len(incidents_of(survivor)) == 1, within=20, what="the leader opens the incident")
+        [opened] = incidents_of(survivor)
 
         leader.process.kill()  # SIGKILL mid-storm: no shutdown hook, the lease is not given up
         killed_at = time.monotonic()
@@ -94,7 +94,7 @@ def test_leader_killed_mid_storm_survivor_takes_over_nothing_lost(db_url):
         takeover = time.monotonic() - killed_at
 
         # The survivor's engine (no POST /v1/analyze) folds the rest of the storm in.
-        wait_until(lambda: [i["symptoms"] for i in the_incident(survivor)] == [63], within=20, what="the survivor's engine")
+        wait_until(lambda: [i["symptoms"] for i in incidents_of(survivor)] == [63], within=20, what="the survivor's engine")
         stop.set()
         for thread in threads:
             thread.join(timeout=30)
@@ -105,7 +105,7 @@ def test_leader_killed_mid_storm_survivor_takes_over_nothing_lost(db_url):
         missing = acknowledged - set(stored)
         assert not missing, f"{len(missing)} acknowledged events were lost"
 
-        [incident] = the_incident(survivor)
+        [incident] = incidents_of(survivor)
         assert incident["id"] == opened["id"], "the survivor re-created the incident instead of updating it"
         assert incident["root_cause"]["component"] == "node0042/gpu3"
         assert incident["root_cause"]["cause"] == "gpu_fell_off_bus"
@@ -115,7 +115,7 @@ def test_leader_killed_mid_storm_survivor_takes_over_nothing_lost(db_url):
         restarted = start_server(db_url)
         servers.append(restarted)
         assert not leading(restarted) and leading(survivor)
-        assert the_incident(restarted) == the_incident(survivor)
+        assert incidents_of(restarted) == incidents_of(survivor)
         print(f"\nreplicas: lease taken over {takeover:.1f} s after SIGKILL; {len(acknowledged)} acknowledged, "
               f"{len(stored)} stored, 0 lost, 0 duplicated; one incident, {incident['symptoms']} symptoms")
     finally:
