@@ -239,8 +239,10 @@ class Courier:
 class Dispatcher:
     """Watches incidents from a background thread and hands each change to the couriers."""
 
-    def __init__(self, engine: Engine, config: AlertConfig, *, metrics=None) -> None:
+    def __init__(self, engine: Engine, config: AlertConfig, *, metrics=None,
+                 leading: Callable[[], bool] = lambda: True) -> None:
         self._engine = engine
+        self._leading = leading
         self.config = config
         self._metrics = metrics
         self._seen: dict[str, tuple[str, str]] = {}
@@ -284,11 +286,14 @@ class Dispatcher:
         self._roots[incident["id"]] = incident.get("root_cause") or {}
 
     def scan(self) -> None:
-        """Hand every change since the last scan to each target's courier."""
+        """Hand every change since the last scan to each target's courier (leader only)."""
         started = datetime.now(UTC).replace(tzinfo=None)
+        # Every replica follows the incidents; only the leader pages, so a takeover
+        # neither repeats old alerts nor misses new ones.
+        sending = self._leading()
         for incident in self._read(self._last_scan - RESCAN):
             previous = self._roots.get(incident["id"])
-            for event in changes(self._seen.get(incident["id"]), incident):
+            for event in changes(self._seen.get(incident["id"]), incident) if sending else ():
                 key = (incident["id"], event, root_key(incident) if event == "root_cause_changed" else "")
                 if key in self._sent:
                     continue

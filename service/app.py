@@ -23,7 +23,8 @@ from service.events.models import events
 from service.incidents import views as incidents_views
 from service.incidents.flows import IncidentRunner
 from service.jobs import views as jobs_views
-from service.liveness import Liveness, LivenessWatcher
+from service.leader import Lease
+from service.liveness import Liveness, LivenessWatcher, stored_beats
 from service.logs import views as logs_views
 from service.stats import views as stats_views
 from service.topology import views as topology_views
@@ -58,21 +59,34 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             max_queue=settings.writer_queue_batches,
             max_group_rows=settings.group_commit_rows,
         )
-        app.state.runner = IncidentRunner(engine, lambda: app.state.cluster)
-        app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_env(), metrics=app.state.metrics)
+        lease = Lease(engine, on_gain=lambda: app.state.runner.wake())
+        app.state.lease = lease
+        replicated = engine.dialect.name == "postgresql"  # other replicas may store topology, jobs, heartbeats
+
+        def engine_view() -> Cluster:
+            if replicated:  # the leader attributes on what any replica stored
+                cluster.refresh()
+            return cluster
+
+        app.state.runner = IncidentRunner(engine, engine_view, leading=lambda: lease.held)
+        app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_env(), metrics=app.state.metrics,
+                                             leading=lambda: lease.held)
 
         def after_pass(result: dict[str, int], seconds: float) -> None:
             app.state.metrics.observe_pass(result, seconds)
             app.state.alerts.wake()
 
         app.state.runner.after_pass = after_pass
-        watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state))
+        watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state),
+                                  leading=lambda: lease.held,
+                                  shared=(lambda since: stored_beats(engine, since=since)) if replicated else None)
         try:
             yield
         finally:
             watcher.close()
             app.state.runner.close()
             app.state.alerts.close()
+            lease.close()
             app.state.writer.close()
             engine.dispose()
 
@@ -97,10 +111,12 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
 
     @app.get("/healthz", tags=["health"])
     def healthz(request: Request) -> dict:
-        """Liveness and readiness: the store answers and the writer is keeping up."""
+        """Liveness and readiness: the store answers and the writer is keeping up; `leader`
+        says whether this replica runs the incident engine and the liveness watcher."""
         with request.app.state.engine.connect() as conn:
             conn.exec_driver_sql("SELECT 1")
-        return {"status": "ok", "writer_queue": request.app.state.writer.depth}
+        return {"status": "ok", "writer_queue": request.app.state.writer.depth,
+                "leader": request.app.state.lease.held}
 
     def openapi() -> dict:
         """FastAPI's schema, with 422 documented as the `{"detail": "..."}` actually sent."""

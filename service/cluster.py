@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from attribution.cluster import fabric_reach
@@ -31,6 +32,7 @@ from service import store
 from service.jobs import service as jobs_service
 from service.jobs.models import STATE_AFTER
 from service.topology import service as topology_service
+from service.topology.models import topologies
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +113,31 @@ class Cluster:
             try:
                 self.add_job(self.job_from_row(job_row._mapping))
             except ValueError as exc:  # stored by an older, laxer faultgraph: keep serving
+                log.error("job %s not loaded: its placement is invalid: %s", job_row.id, exc)
+
+    def refresh(self) -> None:
+        """Catch up with what other replicas stored: a newer topology version, and jobs
+        registered or changed through them (state, start, end)."""
+        with self._engine.connect() as conn:
+            latest = conn.execute(sa.select(sa.func.max(topologies.c.version))).scalar()
+            row = topology_service.get(conn) if latest is not None and latest != self.version else None
+            rows = jobs_service.get_every(conn)
+        if row is not None:
+            with self.building():
+                self.use_topology(topology_service.load(row), row.version)
+            log.info("topology version %d stored by another replica loaded", row.version)
+        for job_row in rows:
+            known = self._jobs.get(job_row.id)
+            stored = (store.from_db_time(job_row.start), store.from_db_time(job_row.end), job_row.state,
+                      store.from_db_time(job_row.state_time))
+            if known is not None:
+                if (known.start, known.end, known.state, known.state_time) != stored:
+                    with self._jobs_lock:  # a state change: the placement stays
+                        known.start, known.end, known.state, known.state_time = stored
+                continue
+            try:
+                self.add_job(self.job_from_row(job_row._mapping))
+            except ValueError as exc:
                 log.error("job %s not loaded: its placement is invalid: %s", job_row.id, exc)
 
     # ------------------------------------------------------------------- topology

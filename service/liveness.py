@@ -5,12 +5,22 @@ are watched, so hosts whose logs arrive through a central forwarder are never fl
 When a watched host has been silent for `timeout`, the service stores a `host_heartbeat`
 event with state `lost` at the moment it became overdue, which the engine reads as a
 silent host (SPEC §5 evidence: silence); the next heartbeat clears it.
+
+With replicas, an agent's heartbeats land on whichever replica the load balancer picks,
+but only the leader watches: so the leader also learns, each period, the heartbeats any
+replica stored recently (`stored_beats`, read through the `time` index).
 """
 
 import logging
 import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from service import store
+from service.events.models import events
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +39,15 @@ class Liveness:
             for host in hosts:
                 self._last[host] = now
                 self._lost.discard(host)
+
+    def learn(self, beats: Iterable[tuple[str, datetime]]) -> None:
+        """Heartbeats another replica received: each counts only if newer than what is known,
+        so an old beat read again never clears a host already marked lost."""
+        with self._lock:
+            for host, at in beats:
+                if host not in self._last or at > self._last[host]:
+                    self._last[host] = at
+                    self._lost.discard(host)
 
     def overdue(self, now: datetime) -> list[tuple[str, datetime]]:
         """Hosts newly overdue, each with the moment it became so; they are marked lost."""
@@ -53,12 +72,29 @@ def lost_event(host: str, at: datetime, timeout: timedelta) -> dict:
     }
 
 
-class LivenessWatcher:
-    """A thread that turns overdue hosts into stored `lost` events."""
+def stored_beats(engine: Engine, *, since: datetime) -> list[tuple[str, datetime]]:
+    """Each host's latest stored `ok` heartbeat among events timed after `since`, as
+    (host, when it was received)."""
+    query = (sa.select(events.c.host, sa.func.max(events.c.received))
+             .where(events.c.kind == "host_heartbeat", events.c.time > store.to_db_time(since),
+                    events.c.attrs["state"].as_string() == "ok")
+             .group_by(events.c.host).order_by(events.c.host))
+    with engine.connect() as conn:
+        return [(host, store.from_db_time(received)) for host, received in conn.execute(query)]
 
-    def __init__(self, liveness: Liveness, store_events: Callable[[list[dict]], None]) -> None:
+
+class LivenessWatcher:
+    """A thread that turns overdue hosts into stored `lost` events, while `leading()` says
+    this replica leads (one replica reports a lost host, not each of them)."""
+
+    def __init__(self, liveness: Liveness, store_events: Callable[[list[dict]], None], *,
+                 leading: Callable[[], bool] = lambda: True,
+                 shared: Callable[[datetime], list[tuple[str, datetime]]] | None = None) -> None:
+        """`shared(since)`: heartbeats other replicas received (`stored_beats`), if any."""
         self._liveness = liveness
         self._store = store_events
+        self._leading = leading
+        self._shared = shared
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="faultgraph-liveness", daemon=True)
         self._thread.start()
@@ -66,7 +102,16 @@ class LivenessWatcher:
     def _loop(self) -> None:
         period = max(0.5, self._liveness.timeout.total_seconds() / 4)
         while not self._stop.wait(period):
-            overdue = self._liveness.overdue(datetime.now(UTC))
+            if not self._leading():
+                continue
+            now = datetime.now(UTC)
+            if self._shared is not None:
+                try:
+                    self._liveness.learn(self._shared(now - 2 * self._liveness.timeout))
+                except Exception:
+                    log.exception("could not read other replicas' heartbeats")
+                    continue  # judging on half the picture would mark live hosts lost
+            overdue = self._liveness.overdue(now)
             if overdue:
                 log.warning("hosts lost (no heartbeat): %s", ", ".join(host for host, _ in overdue))
                 try:

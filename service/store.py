@@ -65,6 +65,18 @@ POSTGRES_INDEXES: dict[str, tuple[tuple[str, ...], ...]] = {
 # Any two faultgraph processes creating the schema at once on one PostgreSQL take turns.
 _SCHEMA_LOCK = 0x6661756C74  # "fault"
 
+# PostgreSQL only: replicas number events from one database sequence, and take turns
+# (a transaction-level advisory lock held from drawing numbers until commit) so that seq
+# order is commit order. The incident engine reads "everything after seq N": were two
+# replicas to commit out of seq order, a pass between the two commits would see the higher
+# numbers, advance past the lower ones, and never analyse them. Only the final
+# INSERT … SELECT and the commit are serialised; the COPY into the staging table, the
+# costly part, runs in parallel. (The alternative, a watermark below which every drawn
+# number is known committed, needs in-flight bookkeeping that gaps from duplicates and
+# rollbacks make fragile; a lag window re-scan can still miss a commit slower than it.)
+SEQUENCES = {"events": ("seq", "events_arrival")}
+_INGEST_LOCK = 0x6667_696E_6773  # "fgings"
+
 
 def make_engine(url: str) -> Engine:
     """An engine for `url`; a DuckDB file's parent directory is created first.
@@ -110,6 +122,7 @@ def init_schema(engine: Engine) -> None:
         metadata.create_all(conn)
         if conn.dialect.name == "postgresql":
             _create_postgres_indexes(conn)
+            _create_postgres_sequences(conn)
         version = conn.execute(sa.select(sa.func.max(schema_info.c.version))).scalar()
         if version is None:
             conn.execute(schema_info.insert().values(version=SCHEMA_VERSION))
@@ -220,12 +233,25 @@ def _create_postgres_indexes(conn: Connection) -> None:
             conn.exec_driver_sql(f'CREATE INDEX IF NOT EXISTS "{name}" ON "{table_name}" ({quoted})')
 
 
+def _create_postgres_sequences(conn: Connection) -> None:
+    """Each sequence exists and is past every stored number (a store written before it
+    existed, or by an import, keeps its numbers)."""
+    for table_name, (column, sequence) in SEQUENCES.items():
+        conn.exec_driver_sql(f'CREATE SEQUENCE IF NOT EXISTS "{sequence}"')
+        conn.exec_driver_sql(
+            f"SELECT setval('\"{sequence}\"', stored) FROM "
+            f'(SELECT max("{column}") AS stored FROM "{table_name}") AS top '
+            f'WHERE stored >= (SELECT last_value FROM "{sequence}")'
+        )
+
+
 def _copy_insert_postgres(
     conn: Connection, rows: pa.Table, *, table_name: str, returning: bool = False
 ) -> tuple[list, int]:
     """COPY `rows` into a per-connection temp table, then move the rows whose primary key is
     new into `table_name` in one statement. One row per key survives: the lowest `seq`
-    when the table has one (the first to arrive), otherwise any.
+    when the table has one (the first to arrive), otherwise any. A table in `SEQUENCES`
+    has that column renumbered from its database sequence, in commit order (see there).
 
     Returns the first key column of the inserted rows (when `returning`) and their count.
     """
@@ -250,6 +276,13 @@ def _copy_insert_postgres(
         conflict = " ON CONFLICT DO NOTHING"
     else:
         select, conflict = f'SELECT {columns} FROM "{staging}"', ""
+    numbered = SEQUENCES.get(table_name)
+    if numbered is not None and numbered[0] in rows.column_names:
+        column, sequence = numbered
+        renumbered = ", ".join(f"nextval('\"{sequence}\"')" if name == column else f'"{name}"'
+                               for name in rows.column_names)
+        select = f'SELECT {renumbered} FROM ({select}) AS first ORDER BY "{column}"'
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_INGEST_LOCK})")
     back = f' RETURNING "{key[0]}"' if returning and key else ""
     result = conn.exec_driver_sql(f'INSERT INTO "{table_name}" ({columns}) {select}{conflict}{back}')
     inserted = [row[0] for row in result] if back else []

@@ -7,6 +7,14 @@ engine's reach and by every stored incident it touches, re-analyses that whole w
 from the store in event-time order, and upserts the result. Because a window is always
 analysed whole, a replay of a recorded stream and the live run converge on the same
 incidents, whatever order the events arrived in.
+
+With replicas on one PostgreSQL, only the leader (`service.leader.Lease`) runs passes in
+the background, but a pass may be asked for on any replica (`POST /v1/analyze`): every
+pass holds the database's engine lock for its whole transaction, so passes from different
+replicas (or from a leader that has just lost its lease) run one after the other, each
+starting from the `last_seq` the previous one committed. `seq` order is commit order on
+every backend (`service.store.SEQUENCES`), so "everything after `last_seq`" never skips
+an event another replica committed late.
 """
 
 import logging
@@ -24,6 +32,7 @@ from attribution.engine import GAP, LONG_GAP, LOOKBACK, Cluster, Draft, analyse
 from service import store
 from service.events.models import events
 from service.incidents.models import engine_state, incident_events, incidents
+from service.leader import ENGINE_LOCK
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +157,8 @@ def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row], *,
 def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
     """One engine pass over everything committed since the last pass."""
     with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":  # one pass at a time across replicas
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({ENGINE_LOCK})")
         last = _last_seq(conn)
         driving = sa.or_(events.c.kind.in_(DRIVING_KINDS), events.c.severity.in_(DRIVING_SEVERITIES))
         low, high, top, relevant, count = conn.execute(
@@ -176,11 +187,14 @@ def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
 
 
 class IncidentRunner:
-    """Runs `analyze_pending` in the background after commits, and on demand."""
+    """Runs `analyze_pending` in the background after commits while `leading()` says this
+    process leads, and on demand always (the engine lock makes that safe anywhere)."""
 
-    def __init__(self, engine: Engine, cluster: Callable[[], Cluster], *, interval: float = 1.0) -> None:
+    def __init__(self, engine: Engine, cluster: Callable[[], Cluster], *, interval: float = 1.0,
+                 leading: Callable[[], bool] = lambda: True) -> None:
         self._engine = engine
         self._cluster = cluster
+        self._leading = leading
         self._interval = interval
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -213,6 +227,8 @@ class IncidentRunner:
             self._wake.clear()
             if self._stop.is_set():
                 return
+            if not self._leading():
+                continue
             try:
                 self.run_once()
             except Exception:

@@ -72,5 +72,6 @@ def patch_incident(request: Request, incident_id: str, patch: IncidentPatch) -> 
 
 @router.post("/analyze", dependencies=[Depends(require("admin"))])
 async def analyze(request: Request) -> dict:
-    """Process everything received so far; answers when the pass is done."""
+    """Process everything received so far; answers when the pass is done. Any replica may
+    run it: passes take turns on the database's engine lock, whichever replica leads."""
     return await run_in_threadpool(request.app.state.runner.run_once)
