@@ -114,14 +114,20 @@ def stored_ids(client: httpx.Client) -> list[str]:
             return ids
 
 
-@pytest.fixture
-def db_url(tmp_path: Path) -> Iterator[str]:
+def empty_store(tmp_path: Path, name: str) -> Iterator[str]:
+    """The URL of a new, empty store on the backend under test (a DuckDB file in
+    `tmp_path`, or a fresh PostgreSQL database dropped afterwards)."""
     backend = chosen_backend()
     if backend == "duckdb":
-        yield f"duckdb:///{tmp_path / 'faultgraph.duckdb'}"
+        yield f"duckdb:///{tmp_path / f'{name}.duckdb'}"
         return
     with fresh_postgres_database(backend) as url:
         yield url
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> Iterator[str]:
+    yield from empty_store(tmp_path, "faultgraph")
 
 
 @pytest.fixture

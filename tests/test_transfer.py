@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
-from conftest import chosen_backend, fresh_postgres_database, start_server
+from conftest import empty_store, start_server
 
 from service import store, transfer
 from service.events import service as events_service
@@ -72,12 +72,7 @@ def fill(db_url: str, events_: list[dict]) -> dict[str, list[dict]]:
 @pytest.fixture
 def other_db_url(tmp_path: Path) -> Iterator[str]:
     """A second, empty store on the backend under test."""
-    backend = chosen_backend()
-    if backend == "duckdb":
-        yield f"duckdb:///{tmp_path / 'other.duckdb'}"
-        return
-    with fresh_postgres_database(backend) as url:
-        yield url
+    yield from empty_store(tmp_path, "other")
 
 
 def test_round_trip_to_duckdb_keeps_every_event_and_incident(db_url, tmp_path):
