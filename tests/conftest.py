@@ -25,6 +25,14 @@ if not SHARED_DATA.exists():  # a clone placed elsewhere: the brief's ../shared
     SHARED_DATA = Path("/work/shared/data")
 
 
+def peak_rss_mib(pid: int) -> float:
+    """A process's peak resident memory (VmHWM), for the benchmarks' reports."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

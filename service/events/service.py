@@ -244,8 +244,11 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 
 def format_time(value: datetime | None) -> str | None:
-    """Stored naive-UTC time → RFC 3339 with microseconds and `Z`."""
-    return None if value is None else value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """A time as every answer writes it: RFC 3339, UTC, microseconds, `Z` (a naive value is
+    a stored one, already UTC)."""
+    if value is None:
+        return None
+    return (value.astimezone(UTC) if value.tzinfo else value).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def row_to_event(row: sa.Row) -> dict:

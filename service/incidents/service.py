@@ -13,11 +13,6 @@ from service.events.models import events
 from service.incidents.models import IncidentPatch, incident_events, incidents
 
 
-def _utc(value: datetime | None) -> str | None:
-    return events_service.format_time(value)
-
-
-
 def row_to_incident(row: sa.Row) -> dict:
     """A stored row → the SPEC §5 shape (plus scope, planned, confirmed and notes)."""
     root_cause = dict(store.json_value(row.root_cause))
@@ -28,9 +23,9 @@ def row_to_incident(row: sa.Row) -> dict:
     return {
         "id": row.id,
         "status": row.status,
-        "opened": _utc(row.opened),
-        "closed": _utc(row.closed),
-        "updated": _utc(row.updated),
+        "opened": events_service.format_time(row.opened),
+        "closed": events_service.format_time(row.closed),
+        "updated": events_service.format_time(row.updated),
         "job": row.job,
         "scope": row.scope,
         "planned": row.planned,
@@ -41,8 +36,8 @@ def row_to_incident(row: sa.Row) -> dict:
         "candidates": store.json_value(row.candidates),
         "action": store.json_value(row.action),
         "interruption": {
-            "start": _utc(row.failed_at),
-            "end": _utc(row.interruption_end),
+            "start": events_service.format_time(row.failed_at),
+            "end": events_service.format_time(row.interruption_end),
             "gpus": row.gpus,
             "gpu_hours_lost": row.gpu_hours_lost,
         },

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -34,6 +34,7 @@ from attribution.reliability import between_failures, mtbf, unit_mtbf
 from attribution.topology import COMPONENT_TYPES, Topology
 from service import store
 from service.events.models import events
+from service.events.service import format_time
 from service.incidents.models import incidents
 
 # Scopes that name a kind of unit: the topology's component types, and links (cables).
@@ -48,10 +49,6 @@ SIMULATED_MTBFS_PER_RUN = 50
 
 
 
-
-def format_time(value: datetime | None) -> str | None:
-    """Aware UTC time → RFC 3339 with microseconds and `Z`, as every other answer writes it."""
-    return None if value is None else value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 

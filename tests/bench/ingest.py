@@ -34,7 +34,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conftest import fresh_postgres_database, start_server  # noqa: E402
+from conftest import fresh_postgres_database, peak_rss_mib, start_server  # noqa: E402
 
 from service import store  # noqa: E402
 
@@ -118,12 +118,6 @@ def ceiling(bodies: list[bytes], db_url: str, chunk_rows: int = 50_000) -> float
     engine.dispose()
     return len(items) / elapsed
 
-
-def peak_rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def query_latency(url: str, samples: int = 100) -> tuple[float, float]:

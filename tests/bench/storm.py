@@ -24,7 +24,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conftest import start_server  # noqa: E402
+from conftest import peak_rss_mib, start_server  # noqa: E402
 
 from attribution.simulate import storm  # noqa: E402
 from ingest.parse import parse_line  # noqa: E402
@@ -62,12 +62,6 @@ async def post_all(url: str, batches: list[list[dict]], concurrency: int) -> flo
         await asyncio.gather(*(worker(client) for _ in range(concurrency)))
     return time.perf_counter()
 
-
-def peak_rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main() -> None:
