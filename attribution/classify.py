@@ -9,7 +9,7 @@ SXid codes in the catalogue, the other kinds by `KIND_DEFAULTS` below.
 from dataclasses import dataclass
 from typing import Literal
 
-from ingest import catalogue
+from faultgraph.ingest import catalogue
 
 Role = Literal["symptom", "fault", "evidence", "lifecycle", "maintenance", "ignore"]
 

@@ -10,9 +10,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from attribution.placement import Placement
-from attribution.resolve import Resolver
-from attribution.topology import Topology
+from faultgraph.attribution.placement import Placement
+from faultgraph.attribution.resolve import Resolver
+from faultgraph.attribution.topology import Topology
 
 
 def _aware(value: Any) -> datetime | None:

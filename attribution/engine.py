@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from attribution import evidence
-from attribution.causes import category_of
-from attribution.classify import classify
-from attribution.evidence import Item, Vote
-from attribution.ledger import gpu_hours_lost
-from attribution.placement import Placement
-from attribution.topology import Topology
+from faultgraph.attribution import evidence
+from faultgraph.attribution.causes import category_of
+from faultgraph.attribution.classify import classify
+from faultgraph.attribution.evidence import Item, Vote
+from faultgraph.attribution.ledger import gpu_hours_lost
+from faultgraph.attribution.placement import Placement
+from faultgraph.attribution.topology import Topology
 
 # Items of one scope further apart than this (in effective time) are separate interruptions.
 GAP = timedelta(minutes=15)

@@ -13,9 +13,9 @@ from datetime import datetime, timedelta
 from math import exp
 from typing import Protocol
 
-from attribution.classify import Signal
-from attribution.placement import Placement
-from attribution.topology import Topology, link_id
+from faultgraph.attribution.classify import Signal
+from faultgraph.attribution.placement import Placement
+from faultgraph.attribution.topology import Topology, link_id
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attribution.topology import Topology, link_id
+from faultgraph.attribution.topology import Topology, link_id
 
 if TYPE_CHECKING:
-    from attribution.placement import Placement
+    from faultgraph.attribution.placement import Placement
 
 _TRAILING_NUMBER = re.compile(r"(\d+)$")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from attribution.topology import Topology
+    from faultgraph.attribution.topology import Topology
 
 DEFAULT_ORDER = "tp-dp-pp"
 # Context parallelism is an independent dimension in Megatron's layout; expert
@@ -120,7 +120,7 @@ class Placement:
         """Component and link ids this job's traffic can cross: its hosts and GPUs, the
         NVSwitches, PCIe switches and NICs they use, and the fabric switches and links
         between its NICs (see `attribution.paths` for the routing rules)."""
-        from attribution.paths import Paths
+        from faultgraph.attribution.paths import Paths
 
         return Paths(topology, pxn=pxn).footprint(self.rank_to_gpu(r) for r in range(self.world_size))
 

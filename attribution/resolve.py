@@ -16,8 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from attribution.placement import Placement
-from attribution.topology import Topology, link_id, split_link_id
+from faultgraph.attribution.placement import Placement
+from faultgraph.attribution.topology import Topology, link_id, split_link_id
 
 _PCI = re.compile(
     r"^(?:pci:)?(?:(?P<domain>[0-9a-f]{1,8}):)?(?P<bus>[0-9a-f]{1,2}):(?P<dev>[0-9a-f]{1,2})(?:\.(?P<fn>[0-7]))?$",

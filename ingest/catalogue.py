@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from attribution.causes import CAUSE_CATEGORY
+from faultgraph.attribution.causes import CAUSE_CATEGORY
 
 CATALOGUE_DIR = Path(__file__).with_name("catalogue")
 SEVERITIES = ("info", "warning", "error", "critical")

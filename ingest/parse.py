@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from datetime import datetime, timezone, tzinfo
 from typing import Any
 
-from ingest import catalogue
-from ingest.timestamps import as_utc, split_timestamp
+from faultgraph.ingest import catalogue
+from faultgraph.ingest.timestamps import as_utc, split_timestamp
 
 _CAT = catalogue.load()
 # Bytes that are not part of a word (ASCII other than letters, digits, "_") become spaces.

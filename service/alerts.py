@@ -33,8 +33,8 @@ import httpx
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from service.incidents.models import incidents
-from service.incidents.service import row_to_incident
+from faultgraph.service.incidents.models import incidents
+from faultgraph.service.incidents.service import row_to_incident
 
 log = logging.getLogger(__name__)
 

@@ -12,23 +12,23 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from service import alerts, metrics, store
-from service.auth import views as auth_views
-from service.auth.middleware import Authenticate
-from service.auth.service import Authenticator
-from service.cluster import Cluster
-from service.config import Settings
-from service.events import views as events_views
-from service.events.models import events
-from service.incidents import views as incidents_views
-from service.incidents.flows import IncidentRunner
-from service.jobs import views as jobs_views
-from service.leader import Lease
-from service.liveness import Liveness, LivenessWatcher, stored_beats
-from service.logs import views as logs_views
-from service.stats import views as stats_views
-from service.topology import views as topology_views
-from service.writer import GroupWriter
+from faultgraph.service import alerts, metrics, store
+from faultgraph.service.auth import views as auth_views
+from faultgraph.service.auth.middleware import Authenticate
+from faultgraph.service.auth.service import Authenticator
+from faultgraph.service.cluster import Cluster
+from faultgraph.service.config import Settings
+from faultgraph.service.events import views as events_views
+from faultgraph.service.events.models import events
+from faultgraph.service.incidents import views as incidents_views
+from faultgraph.service.incidents.flows import IncidentRunner
+from faultgraph.service.jobs import views as jobs_views
+from faultgraph.service.leader import Lease
+from faultgraph.service.liveness import Liveness, LivenessWatcher, stored_beats
+from faultgraph.service.logs import views as logs_views
+from faultgraph.service.stats import views as stats_views
+from faultgraph.service.topology import views as topology_views
+from faultgraph.service.writer import GroupWriter
 
 log = logging.getLogger("faultgraph")
 WEB_DIR = Path(__file__).resolve().parent / "web"

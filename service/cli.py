@@ -18,13 +18,13 @@ from rich.table import Table
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
-from attribution.generators import LAYOUTS
-from service import client, store, transfer
-from service.app import create_app
-from service.auth import service as tokens
-from service.client import JsonOption, TokenOption, UrlOption
-from service.config import Settings
-from service.stats import render as stats_render
+from faultgraph.attribution.generators import LAYOUTS
+from faultgraph.service import client, store, transfer
+from faultgraph.service.app import create_app
+from faultgraph.service.auth import service as tokens
+from faultgraph.service.client import JsonOption, TokenOption, UrlOption
+from faultgraph.service.config import Settings
+from faultgraph.service.stats import render as stats_render
 
 app = typer.Typer(help="faultgraph: the fault-diagnosis timeline of a GPU training cluster.", no_args_is_help=True)
 topology_app = typer.Typer(help="Generate cluster topologies and upload them.", no_args_is_help=True)
@@ -188,7 +188,7 @@ def simulate(
     storm: Annotated[bool, typer.Option("--storm", help="Write the storm scenario instead: one job on every host, one XID 79, every other rank times out.")] = False,
 ) -> None:
     """Write a simulated scenario set: log lines and events with injected faults and their ground truth."""
-    from attribution import simulate as sim
+    from faultgraph.attribution import simulate as sim
 
     try:
         scenario = sim.storm(seed=seed, hosts=hosts) if storm else sim.scenario_set(faults, seed=seed, hosts=hosts)
@@ -348,8 +348,8 @@ def evaluate(
     from rich.progress import Progress
     from rich.table import Table
 
-    from attribution import simulate as sim
-    from service import evaluate as ev
+    from faultgraph.attribution import simulate as sim
+    from faultgraph.service import evaluate as ev
 
     loaded = sim.Scenario.load(scenario) if scenario else sim.scenario_set(faults, seed=seed, hosts=hosts)
     headers = {"authorization": f"Bearer {token}"} if token else {}
@@ -393,7 +393,7 @@ def agent(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every queued batch.")] = False,
 ) -> None:
     """Run the host agent: follow logs, parse at the edge, spool, post to the service."""
-    from ingest.agent.run import Agent, load_config, run_until_signalled
+    from faultgraph.ingest.agent.run import Agent, load_config, run_until_signalled
 
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -408,7 +408,7 @@ def agent(
     run_until_signalled(host_agent)
 
 
-from service.oncall_cli import register as register_oncall  # noqa: E402  (incidents, show, timeline, ack, resolve, demo)
+from faultgraph.service.oncall_cli import register as register_oncall  # noqa: E402  (incidents, show, timeline, ack, resolve, demo)
 
 register_oncall(app)
 

@@ -23,16 +23,16 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from attribution.cluster import fabric_reach
-from attribution.paths import Paths
-from attribution.placement import Placement
-from attribution.resolve import Resolver
-from attribution.topology import Topology
-from service import store
-from service.jobs import service as jobs_service
-from service.jobs.models import STATE_AFTER
-from service.topology import service as topology_service
-from service.topology.models import topologies
+from faultgraph.attribution.cluster import fabric_reach
+from faultgraph.attribution.paths import Paths
+from faultgraph.attribution.placement import Placement
+from faultgraph.attribution.resolve import Resolver
+from faultgraph.attribution.topology import Topology
+from faultgraph.service import store
+from faultgraph.service.jobs import service as jobs_service
+from faultgraph.service.jobs.models import STATE_AFTER
+from faultgraph.service.topology import service as topology_service
+from faultgraph.service.topology.models import topologies
 
 log = logging.getLogger(__name__)
 

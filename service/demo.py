@@ -6,7 +6,7 @@ jobs, raw log lines through the parsers, service events, then one engine pass.
 
 from datetime import UTC, datetime, timedelta
 
-from attribution import simulate
+from faultgraph.attribution import simulate
 
 # One of every scenario type the simulator has: each mechanism, a concurrent pair, a red herring.
 FAULTS = len(simulate.SCENARIO_TYPES)

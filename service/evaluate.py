@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import orjson
 
-from attribution.simulate import Scenario
-from ingest.parse import parse_line
+from faultgraph.attribution.simulate import Scenario
+from faultgraph.ingest.parse import parse_line
 
 # An incident answers a fault when it is of the fault's job and its interruption began
 # this close to the moment the fault broke the job (or to the fault's first trace).
@@ -176,7 +176,7 @@ def throwaway_server(directory: Path) -> Iterator[str]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     process = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--db", f"duckdb:///{directory / 'eval.duckdb'}"],
+        [sys.executable, "-m", "faultgraph.service.cli", "serve", "--port", str(port), "--db", f"duckdb:///{directory / 'eval.duckdb'}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"

@@ -19,8 +19,8 @@ from datetime import UTC, datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from service import store
-from service.events.models import events
+from faultgraph.service import store
+from faultgraph.service.events.models import events
 
 log = logging.getLogger(__name__)
 

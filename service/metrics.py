@@ -33,12 +33,12 @@ from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy.engine import Connection, Engine
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from attribution.causes import CATEGORIES
-from attribution.checkpoint import daly
-from service.auth.dependencies import require
-from service.events.models import KINDS, events
-from service.incidents.models import incidents
-from service.stats import service as stats
+from faultgraph.attribution.causes import CATEGORIES
+from faultgraph.attribution.checkpoint import daly
+from faultgraph.service.auth.dependencies import require
+from faultgraph.service.events.models import KINDS, events
+from faultgraph.service.incidents.models import incidents
+from faultgraph.service.stats import service as stats
 
 # Past this many distinct host classes, further ones are counted as "other".
 MAX_HOST_CLASSES = 64

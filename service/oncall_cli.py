@@ -25,12 +25,12 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
-from attribution.causes import CAUSE_CATEGORY
-from service import client, evaluate
-from service import demo as demo_day
-from service.client import JsonOption as AsJson
-from service.client import TokenOption as Token
-from service.client import UrlOption as Url
+from faultgraph.attribution.causes import CAUSE_CATEGORY
+from faultgraph.service import client, evaluate
+from faultgraph.service import demo as demo_day
+from faultgraph.service.client import JsonOption as AsJson
+from faultgraph.service.client import TokenOption as Token
+from faultgraph.service.client import UrlOption as Url
 
 # Piped output is read by people too (less, a ticket): no 80-column squeeze; scripts use --json.
 console = Console() if sys.stdout.isatty() else Console(width=160)
@@ -216,9 +216,9 @@ def demo(host: Annotated[str, typer.Option(help="Address to listen on.")] = "127
          hosts: Annotated[int, typer.Option(min=4, help="Hosts in the generated cluster (two jobs share them).")] = 32) -> None:
     """Serve a generated cluster and its jobs through a simulated run of faults (one of every
     kind the simulator knows), then print the address of the UI and of the first incident."""
-    from service.app import create_app
-    from service.auth import service as tokens
-    from service.config import Settings
+    from faultgraph.service.app import create_app
+    from faultgraph.service.auth import service as tokens
+    from faultgraph.service.config import Settings
 
     if not tokens.is_loopback(host):
         fail(f"--host {host}: the demo serves without tokens, so only on loopback (e.g. 127.0.0.1)")

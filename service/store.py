@@ -106,11 +106,12 @@ def make_engine(url: str) -> Engine:
 def register_tables() -> None:
     """Import every domain's `models.py` (service/<domain>/models.py): each declares its
     tables on `metadata`, and schema creation and export/import see them all."""
-    import service
+    from faultgraph import service
 
     for module in pkgutil.iter_modules(service.__path__):
-        if module.ispkg and importlib.util.find_spec(f"service.{module.name}.models") is not None:
-            importlib.import_module(f"service.{module.name}.models")
+        name = f"faultgraph.service.{module.name}.models"
+        if module.ispkg and importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
 
 
 def init_schema(engine: Engine) -> None:

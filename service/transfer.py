@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from service import store
+from faultgraph.service import store
 
 FORMAT = "faultgraph-export"
 MANIFEST = "manifest.json"

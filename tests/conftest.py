@@ -59,7 +59,7 @@ def start_server(db_url: str, *, env: dict[str, str] | None = None, args: tuple[
     """Start `faultgraph serve` as its own process and wait until /healthz answers."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--db", db_url, *args],
+        [sys.executable, "-m", "faultgraph.service.cli", "serve", "--port", str(port), "--db", db_url, *args],
         env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -19,12 +19,12 @@ from conftest import Server, free_port, start_server
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.agent.client import Backoff, Sender, retry_after
-from ingest.agent.coalesce import Coalescer
-from ingest.agent.kmsg import JournalReader, KmsgReader, boot_id
-from ingest.agent.run import Agent, AgentConfig, load_config
-from ingest.agent.spool import Spool
-from ingest.agent.tail import FileSources, FileTail
+from faultgraph.ingest.agent.client import Backoff, Sender, retry_after
+from faultgraph.ingest.agent.coalesce import Coalescer
+from faultgraph.ingest.agent.kmsg import JournalReader, KmsgReader, boot_id
+from faultgraph.ingest.agent.run import Agent, AgentConfig, load_config
+from faultgraph.ingest.agent.spool import Spool
+from faultgraph.ingest.agent.tail import FileSources, FileTail
 
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 
@@ -79,7 +79,7 @@ def test_tail_starts_at_end_unless_told(tmp_path: Path) -> None:
 
 
 def test_tail_follows_rotation_and_finishes_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("ingest.agent.tail.ROTATION_GRACE_S", 0.0)
+    monkeypatch.setattr("faultgraph.ingest.agent.tail.ROTATION_GRACE_S", 0.0)
     path = tmp_path / "a.log"
     writer = path.open("a", buffering=1)
     writer.write("1\n")
@@ -394,7 +394,7 @@ def test_restart_mid_storm_rebuilds_the_same_events(tmp_path: Path) -> None:
 
 def start_agent(url: str, log: Path, state: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "agent", "--url", url, "--file", str(log), "--state-dir", str(state),
+        [sys.executable, "-m", "faultgraph.service.cli", "agent", "--url", url, "--file", str(log), "--state-dir", str(state),
          "--host", "node0001", "--read-from", "beginning"],
         stdout=subprocess.DEVNULL, stderr=(state.parent / "agent.log").open("ab"))
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import start_server
 from test_incidents_api import T0, gpu_falls_off, iso
 
-from service.alerts import AlertConfig, changes, parse_target
+from faultgraph.service.alerts import AlertConfig, changes, parse_target
 
 
 class Receiver:

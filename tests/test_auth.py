@@ -6,11 +6,11 @@ from click.testing import Result
 from conftest import start_server
 from typer.testing import CliRunner
 
-from service import store
-from service.auth import service as tokens
-from service.auth.models import Principal
-from service.cli import app
-from service.events.service import Decoded
+from faultgraph.service import store
+from faultgraph.service.auth import service as tokens
+from faultgraph.service.auth.models import Principal
+from faultgraph.service.cli import app
+from faultgraph.service.events.service import Decoded
 
 T0 = "2026-11-29T08:00:00Z"
 OPEN_PATHS = {"/healthz"}  # liveness probes carry no token; everything else declares a role

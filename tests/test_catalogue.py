@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from attribution.causes import CAUSE_CATEGORY
-from ingest import catalogue
-from ingest.parse import parse_line
+from faultgraph.attribution.causes import CAUSE_CATEGORY
+from faultgraph.ingest import catalogue
+from faultgraph.ingest.parse import parse_line
 
 CAT = catalogue.load()
 

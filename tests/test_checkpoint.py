@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from attribution.checkpoint import (
+from faultgraph.attribution.checkpoint import (
     daly,
     economics,
     goodput,

@@ -13,8 +13,8 @@ import sqlalchemy as sa
 import typer
 import yaml
 
-from service.app import create_app
-from service.cli import app as cli_app
+from faultgraph.service.app import create_app
+from faultgraph.service.cli import app as cli_app
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -54,7 +54,7 @@ def check_cli(argv: list[str]) -> None:
 
 def agent_settings_are_known(text: str, where: str) -> None:
     """An agent TOML file holds only settings the agent has, with a service URL."""
-    from ingest.agent.run import AgentConfig
+    from faultgraph.ingest.agent.run import AgentConfig
 
     values = tomllib.loads(text)
     unknown = set(values) - {f.name for f in fields(AgentConfig)}

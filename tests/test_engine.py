@@ -6,13 +6,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from attribution import evidence
-from attribution.classify import classify
-from attribution.cluster import ClusterSnapshot
-from attribution.engine import analyse
-from attribution.evidence import Item
-from attribution.generators import rail_optimized
-from attribution.topology import Topology
+from faultgraph.attribution import evidence
+from faultgraph.attribution.classify import classify
+from faultgraph.attribution.cluster import ClusterSnapshot
+from faultgraph.attribution.engine import analyse
+from faultgraph.attribution.evidence import Item
+from faultgraph.attribution.generators import rail_optimized
+from faultgraph.attribution.topology import Topology
 
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 HOSTS = [f"node{i:04d}" for i in range(64)]

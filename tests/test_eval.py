@@ -1,8 +1,8 @@
 """End to end: a simulated scenario with every fault type, replayed over HTTP into a real
 server, must come back as one incident per fault with the right root."""
 
-from attribution.simulate import MECHANISMS, scenario_set
-from service import evaluate
+from faultgraph.attribution.simulate import MECHANISMS, scenario_set
+from faultgraph.service import evaluate
 
 
 def test_every_fault_type_is_attributed_through_the_service(server):

@@ -7,7 +7,7 @@ from conftest import Server, start_server
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attribution.generators import rail_optimized
+from faultgraph.attribution.generators import rail_optimized
 
 JOB = {
     "id": "llama-r7",

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attribution.causes import CAUSE_CATEGORY
-from attribution.ledger import gpu_hours_lost, ledger, published_discrepancies
-from attribution.reliability import mtbf
+from faultgraph.attribution.causes import CAUSE_CATEGORY
+from faultgraph.attribution.ledger import gpu_hours_lost, ledger, published_discrepancies
+from faultgraph.attribution.reliability import mtbf
 
 LLAMA3 = Path("/work/shared/data/llama3-interruptions.csv")
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=timezone.utc)

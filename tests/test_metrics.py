@@ -11,7 +11,7 @@ from conftest import free_port, start_server
 from prometheus_client.parser import text_string_to_metric_families
 from test_incidents_api import T0, gpu_falls_off
 
-from attribution.checkpoint import daly
+from faultgraph.attribution.checkpoint import daly
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 

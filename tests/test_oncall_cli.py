@@ -15,8 +15,8 @@ from conftest import free_port
 from test_incidents_api import T0, gpu_falls_off
 from typer.testing import CliRunner
 
-from service import demo
-from service.cli import app
+from faultgraph.service import demo
+from faultgraph.service.cli import app
 
 runner = CliRunner()
 
@@ -118,7 +118,7 @@ def test_token_goes_out_as_bearer():
 def test_demo_serves_a_simulated_day(tmp_path):
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "demo", "--port", str(port), "--hosts", "8",
+        [sys.executable, "-m", "faultgraph.service.cli", "demo", "--port", str(port), "--hosts", "8",
          "--db", f"duckdb:///{tmp_path / 'demo.duckdb'}"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "COLUMNS": "200"})
     try:

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest import catalogue
-from ingest.parse import parse_line, parse_lines
-from ingest.timestamps import split_timestamp
+from faultgraph.ingest import catalogue
+from faultgraph.ingest.parse import parse_line, parse_lines
+from faultgraph.ingest.timestamps import split_timestamp
 
 CORPUS = Path(os.environ.get("FAULTGRAPH_SHARED_DATA", "/work/shared/data")) / "real-logs.jsonl"
 RECEIVED = datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc)

@@ -2,10 +2,10 @@
 
 import pytest
 
-from attribution.generators import heterogeneous_example, rail_optimized
-from attribution.paths import Paths
-from attribution.placement import Placement
-from attribution.topology import Topology
+from faultgraph.attribution.generators import heterogeneous_example, rail_optimized
+from faultgraph.attribution.paths import Paths
+from faultgraph.attribution.placement import Placement
+from faultgraph.attribution.topology import Topology
 
 
 @pytest.fixture(scope="module")

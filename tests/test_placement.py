@@ -2,9 +2,9 @@
 
 import pytest
 
-from attribution.generators import rail_optimized
-from attribution.placement import Placement
-from attribution.topology import Topology
+from faultgraph.attribution.generators import rail_optimized
+from faultgraph.attribution.placement import Placement
+from faultgraph.attribution.topology import Topology
 
 
 def _job(hosts: int, per_host: int = 8, **parallelism) -> Placement:

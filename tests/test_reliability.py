@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attribution.reliability import (
+from faultgraph.attribution.reliability import (
     between_failures,
     chi2_cdf,
     chi2_quantile,

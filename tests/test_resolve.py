@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from attribution.generators import heterogeneous_example, rail_optimized
-from attribution.placement import Placement
-from attribution.resolve import Resolver, normalise_ip, parse_pci
-from attribution.topology import Topology
+from faultgraph.attribution.generators import heterogeneous_example, rail_optimized
+from faultgraph.attribution.placement import Placement
+from faultgraph.attribution.resolve import Resolver, normalise_ip, parse_pci
+from faultgraph.attribution.topology import Topology
 
 CORPUS = Path(os.environ.get("FAULTGRAPH_SHARED_DATA", "/work/shared/data")) / "real-logs.jsonl"
 

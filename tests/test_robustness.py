@@ -17,10 +17,10 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import ignored_auth, response_schema_conformance
 
-from service import store
-from service.app import create_app
-from service.auth import service as tokens
-from service.writer import GroupWriter, WriterBusy
+from faultgraph.service import store
+from faultgraph.service.app import create_app
+from faultgraph.service.auth import service as tokens
+from faultgraph.service.writer import GroupWriter, WriterBusy
 
 T0 = "2026-11-29T08:00:00Z"
 SQL = "'; DROP TABLE events; --"

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from attribution.causes import CAUSE_CATEGORY
-from attribution.placement import Placement
-from attribution.simulate import (
+from faultgraph.attribution.causes import CAUSE_CATEGORY
+from faultgraph.attribution.placement import Placement
+from faultgraph.attribution.simulate import (
     MECHANISMS,
     OUTCOMES,
     SCENARIO_TYPES,
@@ -19,8 +19,8 @@ from attribution.simulate import (
     scenario_set,
     storm,
 )
-from attribution.topology import Topology, split_link_id
-from ingest.parse import parse_line
+from faultgraph.attribution.topology import Topology, split_link_id
+from faultgraph.ingest.parse import parse_line
 
 
 def _time(text: str) -> datetime:
@@ -377,7 +377,7 @@ def test_bad_sizes_are_value_errors() -> None:
 
 
 def test_cli_writes_a_scenario_set(tmp_path) -> None:
-    from service.cli import app
+    from faultgraph.service.cli import app
 
     result = CliRunner().invoke(app, ["simulate", "--hosts", "16", "--faults", "13", "--seed", "4",
                                       "--out", str(tmp_path / "out")])

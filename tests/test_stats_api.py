@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from attribution.generators import rail_optimized
+from faultgraph.attribution.generators import rail_optimized
 from tests.conftest import SHARED_DATA, start_server
 
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
@@ -329,7 +329,7 @@ def test_units_from_the_topology(server):
 def test_cli_prints_the_answers(trained):
     from typer.testing import CliRunner
 
-    from service.cli import app as cli
+    from faultgraph.service.cli import app as cli
 
     runner = CliRunner()
     url = str(trained.base_url)

@@ -7,9 +7,9 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 
-from service import store
-from service.events import service as events_service
-from service.events.models import events
+from faultgraph.service import store
+from faultgraph.service.events import service as events_service
+from faultgraph.service.events.models import events
 
 T0 = datetime(2026, 11, 29, 8, 0, 0, 123456, tzinfo=UTC)
 

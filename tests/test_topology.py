@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attribution.generators import (
+from faultgraph.attribution.generators import (
     DGX_H100_GPU_BUSES,
     heterogeneous_example,
     rail_optimized,
 )
-from attribution.topology import Topology, TopologyError, link_id, split_link_id
+from faultgraph.attribution.topology import Topology, TopologyError, link_id, split_link_id
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from conftest import Server, start_server
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attribution.generators import heterogeneous_example, rail_optimized
+from faultgraph.attribution.generators import heterogeneous_example, rail_optimized
 
 T0 = "2026-11-29T08:00:00Z"
 
@@ -211,7 +211,7 @@ def test_no_body_gets_a_5xx(shared_server: Server, body) -> None:
 
 
 def test_cli_generate_and_upload(server: Server, tmp_path) -> None:
-    cli = [sys.executable, "-m", "service.cli", "topology"]
+    cli = [sys.executable, "-m", "faultgraph.service.cli", "topology"]
     generated = subprocess.run([*cli, "generate", "rail-optimized", "--hosts", "6", "--hosts-per-su", "4"],
                                capture_output=True, check=True)
     body = orjson.loads(generated.stdout)

@@ -13,9 +13,9 @@ import pytest
 import sqlalchemy as sa
 from conftest import empty_store, start_server
 
-from service import store, transfer
-from service.events import service as events_service
-from service.events.models import EventList, events
+from faultgraph.service import store, transfer
+from faultgraph.service.events import service as events_service
+from faultgraph.service.events.models import EventList, events
 
 T0 = "2026-11-29T08:00:00.123456Z"
 
@@ -32,7 +32,7 @@ def batch() -> list[dict]:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "service.cli", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "faultgraph.service.cli", *args], capture_output=True, text=True, timeout=120)
 
 
 def read_back(db_url: str) -> dict[str, list[dict]]:

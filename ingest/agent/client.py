@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 import orjson
 
-from ingest.agent.spool import Spool
+from faultgraph.ingest.agent.spool import Spool
 
 log = logging.getLogger("faultgraph.agent")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from ingest.agent.lines import Line, Source
+from faultgraph.ingest.agent.lines import Line, Source
 
 log = logging.getLogger("faultgraph.agent")
 

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ingest.agent.client import Sender
-from ingest.agent.coalesce import VOLATILE_ATTRS, Coalescer
-from ingest.agent.kmsg import open_kernel_log
-from ingest.agent.lines import Line, Source, event_id
-from ingest.agent.spool import Spool
-from ingest.agent.tail import FileSources
-from ingest.parse import parse_line
+from faultgraph.ingest.agent.client import Sender
+from faultgraph.ingest.agent.coalesce import VOLATILE_ATTRS, Coalescer
+from faultgraph.ingest.agent.kmsg import open_kernel_log
+from faultgraph.ingest.agent.lines import Line, Source, event_id
+from faultgraph.ingest.agent.spool import Spool
+from faultgraph.ingest.agent.tail import FileSources
+from faultgraph.ingest.parse import parse_line
 
 log = logging.getLogger("faultgraph.agent")
 

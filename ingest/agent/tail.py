@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 import orjson
 
-from ingest.agent.lines import Line
+from faultgraph.ingest.agent.lines import Line
 
 log = logging.getLogger("faultgraph.agent")
 

@@ -17,7 +17,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from service.auth.models import ROLES, Principal
+from faultgraph.service.auth.models import ROLES, Principal
 
 # Declared so that /docs offers an "Authorize" button and the OpenAPI names the scheme.
 bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer fg_…` from `faultgraph token create`")

@@ -8,7 +8,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.auth.service import Authenticator
+from faultgraph.service.auth.service import Authenticator
 
 # Liveness probes and the API description carry no token; nor do the web UI's static
 # files (they hold no data: the page asks for a token and sends it on every API call).

@@ -11,7 +11,7 @@ from typing import Literal
 
 import sqlalchemy as sa
 
-from service.store import metadata
+from faultgraph.service.store import metadata
 
 Role = Literal["agent", "reader", "admin"]
 ROLES: tuple[str, ...] = ("agent", "reader", "admin")

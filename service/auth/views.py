@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from pydantic import BaseModel, Field
 
-from service.auth import service
-from service.auth.dependencies import require
+from faultgraph.service.auth import service
+from faultgraph.service.auth.dependencies import require
 
 router = APIRouter(prefix="/v1", tags=["auth"], dependencies=[Depends(require("admin"))])
 

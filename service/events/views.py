@@ -8,12 +8,12 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from service.auth.dependencies import require
-from service.auth.service import reject_foreign_hosts
-from service.events import service
-from service.events.models import EventList
-from service.http import parse_time, read_body, request_body, split_list
-from service.writer import WriterBusy
+from faultgraph.service.auth.dependencies import require
+from faultgraph.service.auth.service import reject_foreign_hosts
+from faultgraph.service.events import service
+from faultgraph.service.events.models import EventList
+from faultgraph.service.http import parse_time, read_body, request_body, split_list
+from faultgraph.service.writer import WriterBusy
 
 router = APIRouter(prefix="/v1", tags=["events"])
 

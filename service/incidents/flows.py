@@ -28,11 +28,11 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from attribution.engine import GAP, LONG_GAP, LOOKBACK, Cluster, Draft, analyse
-from service import store
-from service.events.models import events
-from service.incidents.models import engine_state, incident_events, incidents
-from service.leader import ENGINE_LOCK
+from faultgraph.attribution.engine import GAP, LONG_GAP, LOOKBACK, Cluster, Draft, analyse
+from faultgraph.service import store
+from faultgraph.service.events.models import events
+from faultgraph.service.incidents.models import engine_state, incident_events, incidents
+from faultgraph.service.leader import ENGINE_LOCK
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from typing import Literal
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from attribution.causes import CATEGORIES, CAUSE_CATEGORY
-from service.store import JSON, metadata
+from faultgraph.attribution.causes import CATEGORIES, CAUSE_CATEGORY
+from faultgraph.service.store import JSON, metadata
 
 incidents = sa.Table(
     "incidents",

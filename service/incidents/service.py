@@ -7,10 +7,10 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from service import store
-from service.events import service as events_service
-from service.events.models import events
-from service.incidents.models import IncidentPatch, incident_events, incidents
+from faultgraph.service import store
+from faultgraph.service.events import service as events_service
+from faultgraph.service.events.models import events
+from faultgraph.service.incidents.models import IncidentPatch, incident_events, incidents
 
 
 def row_to_incident(row: sa.Row) -> dict:

@@ -6,11 +6,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from attribution.causes import CATEGORIES
-from service.auth.dependencies import require
-from service.http import parse_time
-from service.incidents import service
-from service.incidents.models import STATUSES, IncidentPatch
+from faultgraph.attribution.causes import CATEGORIES
+from faultgraph.service.auth.dependencies import require
+from faultgraph.service.http import parse_time
+from faultgraph.service.incidents import service
+from faultgraph.service.incidents.models import STATUSES, IncidentPatch
 
 router = APIRouter(prefix="/v1", tags=["incidents"])
 

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.events.models import Host, Name, Time
-from service.store import JSON, metadata
+from faultgraph.service.events.models import Host, Name, Time
+from faultgraph.service.store import JSON, metadata
 
 jobs = sa.Table(
     "jobs",

@@ -7,10 +7,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from attribution.placement import DEFAULT_ORDER, Placement
-from service import store
-from service.events.service import decode_cursor, encode_cursor, format_time
-from service.jobs.models import JobIn, jobs
+from faultgraph.attribution.placement import DEFAULT_ORDER, Placement
+from faultgraph.service import store
+from faultgraph.service.events.service import decode_cursor, encode_cursor, format_time
+from faultgraph.service.jobs.models import JobIn, jobs
 
 PLACEMENT_FIELDS: tuple[str, ...] = ("gpus_per_host", "hosts", "ranks", "parallelism")
 

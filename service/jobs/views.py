@@ -11,10 +11,10 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from service.auth.dependencies import require
-from service.cluster import Cluster
-from service.jobs import service
-from service.jobs.models import JobIn, JobState
+from faultgraph.service.auth.dependencies import require
+from faultgraph.service.cluster import Cluster
+from faultgraph.service.jobs import service
+from faultgraph.service.jobs.models import JobIn, JobState
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 

@@ -5,7 +5,7 @@ from typing import Annotated
 from pydantic import Field, StringConstraints, TypeAdapter
 from typing_extensions import NotRequired, TypedDict
 
-from service.events.models import Host, Name
+from faultgraph.service.events.models import Host, Name
 
 Line = Annotated[str, StringConstraints(max_length=65_536)]
 

@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from ingest.parse import parse_line
-from service.events.service import BodyError
-from service.logs.models import LogsBody, LogsBodyAdapter
+from faultgraph.ingest.parse import parse_line
+from faultgraph.service.events.service import BodyError
+from faultgraph.service.logs.models import LogsBody, LogsBodyAdapter
 
 
 @dataclass

@@ -6,12 +6,12 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from service.auth.dependencies import require
-from service.events.service import BodyError
-from service.events.views import store_events
-from service.http import read_body, request_body
-from service.logs import service
-from service.logs.models import LogsBodyAdapter
+from faultgraph.service.auth.dependencies import require
+from faultgraph.service.events.service import BodyError
+from faultgraph.service.events.views import store_events
+from faultgraph.service.http import read_body, request_body
+from faultgraph.service.logs import service
+from faultgraph.service.logs.models import LogsBodyAdapter
 
 router = APIRouter(prefix="/v1", tags=["logs"])
 

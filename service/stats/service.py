@@ -28,14 +28,14 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from attribution.checkpoint import economics, goodput_exact, simulate_goodput
-from attribution.ledger import ledger
-from attribution.reliability import between_failures, mtbf, unit_mtbf
-from attribution.topology import COMPONENT_TYPES, Topology
-from service import store
-from service.events.models import events
-from service.events.service import format_time
-from service.incidents.models import incidents
+from faultgraph.attribution.checkpoint import economics, goodput_exact, simulate_goodput
+from faultgraph.attribution.ledger import ledger
+from faultgraph.attribution.reliability import between_failures, mtbf, unit_mtbf
+from faultgraph.attribution.topology import COMPONENT_TYPES, Topology
+from faultgraph.service import store
+from faultgraph.service.events.models import events
+from faultgraph.service.events.service import format_time
+from faultgraph.service.incidents.models import incidents
 
 # Scopes that name a kind of unit: the topology's component types, and links (cables).
 UNIT_TYPES: tuple[str, ...] = (*sorted(COMPONENT_TYPES), "link")

@@ -5,10 +5,10 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
-from service.auth.dependencies import require
-from service.http import parse_time
-from service.stats import service
-from service.stats.service import UNIT_TYPES
+from faultgraph.service.auth.dependencies import require
+from faultgraph.service.http import parse_time
+from faultgraph.service.stats import service
+from faultgraph.service.stats.service import UNIT_TYPES
 
 router = APIRouter(prefix="/v1/stats", tags=["stats"])
 

@@ -7,7 +7,7 @@ and a few MB compressed. Counts are columns so listing versions needs no decompr
 
 import sqlalchemy as sa
 
-from service.store import metadata
+from faultgraph.service.store import metadata
 
 topologies = sa.Table(
     "topologies",

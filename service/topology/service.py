@@ -7,9 +7,9 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from attribution.topology import Topology
-from service.events.service import format_time
-from service.topology.models import topologies
+from faultgraph.attribution.topology import Topology
+from faultgraph.service.events.service import format_time
+from faultgraph.service.topology.models import topologies
 
 # zlib level 1: a 35 MB graph compresses ~8x in a fraction of a second; higher levels
 # gain little on this repetitive JSON and cost seconds on every upload.

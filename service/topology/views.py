@@ -10,13 +10,13 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from attribution.topology import TopologyError
-from service.auth.dependencies import require
-from service.cluster import Cluster
-from service.events import service as events_service
-from service.events.models import events
-from service.http import read_body
-from service.topology import service
+from faultgraph.attribution.topology import TopologyError
+from faultgraph.service.auth.dependencies import require
+from faultgraph.service.cluster import Cluster
+from faultgraph.service.events import service as events_service
+from faultgraph.service.events.models import events
+from faultgraph.service.http import read_body
+from faultgraph.service.topology import service
 
 router = APIRouter(prefix="/v1/topology", tags=["topology"])
 

@@ -20,9 +20,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.append(str(Path(__file__).resolve().parent))  # after the root: bench/ingest.py is not the package
+sys.path.append(str(Path(__file__).resolve().parent))
 
 from conftest import start_server  # noqa: E402
 from parse import QUIET  # noqa: E402
@@ -58,7 +57,7 @@ def run(args: argparse.Namespace, work: Path) -> None:
     server = start_server(f"duckdb:///{work / 'bench.duckdb'}")
     log = work / "syslog"
     log.touch()
-    agent_cmd = [sys.executable, "-m", "service.cli", "agent", "--url", server.url, "--file", str(log),
+    agent_cmd = [sys.executable, "-m", "faultgraph.service.cli", "agent", "--url", server.url, "--file", str(log),
                  "--state-dir", str(work / "state"), "--host", "node0001", "--read-from", "beginning"]
     if args.kmsg:
         agent_cmd.append("--kmsg")

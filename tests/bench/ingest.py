@@ -31,12 +31,11 @@ import httpx
 import orjson
 import pyarrow as pa
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from conftest import fresh_postgres_database, peak_rss_mib, start_server  # noqa: E402
 
-from service import store  # noqa: E402
+from faultgraph.service import store  # noqa: E402
 
 START = datetime(2026, 11, 28, tzinfo=UTC)
 SPAN_HOURS = 24

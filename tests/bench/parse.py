@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from ingest.parse import parse_line
+from faultgraph.ingest.parse import parse_line
 
 # What a GPU host's syslog says while nothing is wrong: audit, systemd, kubelet, cron,
 # network and driver chatter, including lines that share a keyword with a rule

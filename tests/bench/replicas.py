@@ -18,13 +18,12 @@ from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conftest import fresh_postgres_database, start_server
 
-from ingest import payloads, post_all
+from faultgraph.ingest import payloads, post_all
 
 
 async def post_split(urls: list[str], bodies: list[bytes], concurrency: int) -> tuple[float, int]:

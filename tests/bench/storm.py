@@ -21,13 +21,12 @@ from pathlib import Path
 import httpx
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from conftest import peak_rss_mib, start_server  # noqa: E402
 
-from attribution.simulate import storm  # noqa: E402
-from ingest.parse import parse_line  # noqa: E402
+from faultgraph.attribution.simulate import storm  # noqa: E402
+from faultgraph.ingest.parse import parse_line  # noqa: E402
 
 
 def agent_batches(scenario) -> list[list[dict]]:

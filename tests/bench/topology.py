@@ -27,13 +27,13 @@ from pathlib import Path
 import networkx as nx
 import orjson
 
-from attribution.generators import rail_optimized
-from attribution.paths import Paths
-from attribution.placement import Placement
-from attribution.resolve import Resolver
-from attribution.topology import Topology
-from service.cluster import Cluster, Job
-from service.store import make_engine
+from faultgraph.attribution.generators import rail_optimized
+from faultgraph.attribution.paths import Paths
+from faultgraph.attribution.placement import Placement
+from faultgraph.attribution.resolve import Resolver
+from faultgraph.attribution.topology import Topology
+from faultgraph.service.cluster import Cluster, Job
+from faultgraph.service.store import make_engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import start_server  # noqa: E402  (the tests' real-server launcher)
