@@ -20,7 +20,8 @@ from pydantic import (
 )
 from typing_extensions import NotRequired, TypedDict
 
-from service.store import JSON, metadata
+from faultgraph.attribution.causes import CAUSES
+from faultgraph.service.store import JSON, metadata
 
 events = sa.Table(
     "events",
@@ -157,6 +158,52 @@ class TrainAnomalyAttrs(_Attrs):
     baseline: NotRequired[float | None]
 
 
+class TrainStepAttrs(_Attrs):
+    step: Count
+    duration_ms: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    compute_ms: NotRequired[Annotated[float, Field(ge=0, allow_inf_nan=False)] | None]
+    wait_ms: NotRequired[Annotated[float, Field(ge=0, allow_inf_nan=False)] | None]
+    tokens: NotRequired[Count | None]
+
+
+Throttle = Literal["hw_slowdown", "hw_thermal", "hw_power_brake", "sw_thermal", "sw_power_cap"]
+
+
+class GpuPerfAttrs(_Attrs):
+    sm_clock_mhz: NotRequired[Annotated[float, Field(ge=0, allow_inf_nan=False)] | None]
+    max_sm_clock_mhz: NotRequired[Annotated[float, Field(ge=0, allow_inf_nan=False)] | None]
+    power_w: NotRequired[Annotated[float, Field(ge=0, allow_inf_nan=False)] | None]
+    throttle: NotRequired[list[Throttle]]
+    util: NotRequired[Annotated[float, Field(ge=0, allow_inf_nan=False)] | None]
+
+
+class PcieLinkAttrs(_Attrs):
+    bdf: NotRequired[Name]
+    device: NotRequired[Name]
+    width: NotRequired[Annotated[int, Field(ge=0, le=64)]]
+    max_width: NotRequired[Annotated[int, Field(ge=0, le=64)]]
+    speed_gts: NotRequired[Annotated[float, Field(ge=0, le=1024, allow_inf_nan=False)]]
+    max_speed_gts: NotRequired[Annotated[float, Field(ge=0, le=1024, allow_inf_nan=False)]]
+
+
+ComponentStateName = Literal["healthy", "suspect", "faulty", "drained", "in_repair", "retired"]
+COMPONENT_STATES: tuple[str, ...] = ComponentStateName.__args__
+
+
+class ComponentStateAttrs(_Attrs):
+    state: ComponentStateName
+    cause: NotRequired[Literal[CAUSES] | None]  # type: ignore[valid-type]
+    reason: NotRequired[Text | None]
+    ticket: NotRequired[Name | None]
+
+
+class AuditAttrs(_Attrs):
+    actor: Name
+    action: Name
+    target: NotRequired[Text | None]
+    detail: NotRequired[Any]
+
+
 # kind → (attrs shape, severity when the sender gives none)
 KINDS: dict[str, tuple[type, str]] = {
     "gpu_xid": (GpuXidAttrs, "error"),
@@ -184,7 +231,15 @@ KINDS: dict[str, tuple[type, str]] = {
     "checkpoint_load": (CheckpointAttrs, "info"),
     "maintenance": (MaintenanceAttrs, "info"),
     "train_anomaly": (TrainAnomalyAttrs, "error"),
+    "train_step": (TrainStepAttrs, "info"),
+    "gpu_perf": (GpuPerfAttrs, "info"),
+    "pcie_link": (PcieLinkAttrs, "warning"),
+    "component_state": (ComponentStateAttrs, "info"),
+    "audit": (AuditAttrs, "info"),
 }
+
+# Kinds only the service writes (SPEC §1 `audit`): no post from outside may carry them.
+SERVICE_KINDS: frozenset[str] = frozenset({"audit"})
 
 
 class _Envelope(TypedDict):
@@ -255,7 +310,7 @@ def _envelope_for(kind: str, attrs_shape: type) -> type:
 
 
 AnyEvent = Annotated[
-    Union[tuple(_envelope_for(kind, shape) for kind, (shape, _) in KINDS.items())],  # type: ignore[misc]
+    Union[tuple(_envelope_for(kind, shape) for kind, (shape, _) in KINDS.items() if kind not in SERVICE_KINDS)],  # type: ignore[misc]
     Field(discriminator="kind"),
 ]
 

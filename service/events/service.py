@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from pydantic import ValidationError
 from sqlalchemy.engine import Connection
 
-from service.events.models import KINDS, EventList, OneEvent, events
+from faultgraph.service.events.models import KINDS, SERVICE_KINDS, EventList, OneEvent, events
 
 DEFAULT_SEVERITY = {kind: severity for kind, (_, severity) in KINDS.items()}
 
@@ -61,8 +61,11 @@ def _describe(errors: list[dict]) -> dict[int, str]:
         path = [str(part) for part in loc[1:]]
         if path and path[0].endswith("_event") or (path and path[0] in KINDS):
             path = path[1:]  # the discriminator's tag says nothing to the sender
-        if error["type"] == "union_tag_invalid":
-            text = f"kind: unknown kind {error['ctx']['tag']}; known kinds: {', '.join(KINDS)}"
+        if error["type"] == "union_tag_invalid" and error["ctx"]["tag"] in SERVICE_KINDS:
+            text = f"kind: {error['ctx']['tag']} events are written by the service itself and cannot be posted"
+        elif error["type"] == "union_tag_invalid":
+            postable = (kind for kind in KINDS if kind not in SERVICE_KINDS)
+            text = f"kind: unknown kind {error['ctx']['tag']}; known kinds: {', '.join(postable)}"
         elif error["type"] == "union_tag_not_found":
             text = "kind: field required"
         elif error["type"] in ("dict_type", "model_type", "typed_dict_type") and not path:
