@@ -37,6 +37,10 @@ SAMPLES: dict[str, dict] = {
     "checkpoint_load": {"step": 1000, "duration_s": 30.5},
     "maintenance": {"planned": True, "scope": "node0042", "text": "firmware"},
     "train_anomaly": {"type": "loss_spike", "step": 1001, "value": 9.1, "baseline": 2.3},
+    "train_step": {"step": 1001, "duration_ms": 10234.5, "compute_ms": 8100.0, "wait_ms": 2100.0, "tokens": 4194304},
+    "gpu_perf": {"sm_clock_mhz": 1410, "max_sm_clock_mhz": 1980, "power_w": 700.0, "throttle": ["hw_thermal"], "util": 99},
+    "pcie_link": {"bdf": "0000:3b:00.0", "width": 8, "max_width": 16, "speed_gts": 16.0, "max_speed_gts": 32.0},
+    "component_state": {"state": "in_repair", "cause": "gpu_hbm", "reason": "RMA", "ticket": "HW-1234"},
 }
 
 # For each kind, one wrong attr value and the field the error must name.
@@ -66,6 +70,10 @@ BAD_ATTRS: dict[str, tuple[dict, str]] = {
     "checkpoint_load": ({"step": "last"}, "attrs.step"),
     "maintenance": ({"planned": "perhaps"}, "attrs.planned"),
     "train_anomaly": ({"type": "vibes"}, "attrs.type"),
+    "train_step": ({"step": 3}, "attrs.duration_ms"),
+    "gpu_perf": ({"throttle": ["sleepy"]}, "attrs.throttle.0"),
+    "pcie_link": ({"width": "x16"}, "attrs.width"),
+    "component_state": ({"state": "healthy", "cause": "gremlins"}, "attrs.cause"),
 }
 
 
@@ -86,6 +94,15 @@ def test_every_kind_is_accepted_and_read_back(client):
         assert stored[kind]["time"] == T0
         assert stored[kind]["received"].endswith("Z")
         assert stored[kind]["severity"]
+
+
+def test_audit_events_cannot_be_posted(client):
+    answer = client.post("/v1/events", json=[event("gpu_ecc", attrs={"type": "sbe"}),
+                                             {"time": T0, "host": "node0042", "kind": "audit",
+                                              "attrs": {"actor": "me", "action": "token.revoke"}}])
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["accepted"] == 1
+    assert answer.json()["rejected"] == [{"index": 1, "error": "kind: audit events are written by the service itself and cannot be posted"}]
 
 
 @pytest.mark.parametrize("kind", sorted(BAD_ATTRS))
