@@ -1,6 +1,6 @@
 """Parser throughput: lines/s for a realistic syslog mix, a training log and a storm of matches.
 
-Run from the repository root: `PYTHONPATH=. python tests/bench/parse.py [--lines N]`.
+Run from the repository root: `python tests/bench/parse.py [--lines N]`.
 Prints lines/s for each workload and the ratio to a baseline measured in the same run on
 the same lines (a bare `str.split()` pass), so the figures compare across machines.
 Target (issue 3): >= 200,000 lines/s on one core for the realistic mix.
