@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import pytest
-
 from faultgraph.service.config import Settings, settings_table
 
 
