@@ -24,6 +24,7 @@ from datetime import datetime, timezone, tzinfo
 from typing import Any
 
 from faultgraph.ingest import catalogue
+from faultgraph.ingest.prefixes import Prefixed, strip_prefix
 from faultgraph.ingest.timestamps import as_utc, split_timestamp
 
 _CAT = catalogue.load()
@@ -53,15 +54,19 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
         return None
     candidates = sorted({i for k in _KEYWORDS.intersection(words) for i in _RULES_BY_KEYWORD[k]})
     received = as_utc(received) if received else datetime.now(timezone.utc)
-    time, header_host, message = split_timestamp(line, received=received, boot_time=boot_time,
-                                                 zone=zone)
+    prefixed = strip_prefix(line)
+    time, header_host, message = split_timestamp(prefixed.text, received=received,
+                                                 boot_time=boot_time, zone=zone)
+    if not prefixed.key and message is not line:  # a launcher's prefix inside a syslog line
+        prefixed = strip_prefix(message)
+        message = prefixed.text
     for i in candidates:
         rule = _CAT.rules[i]
         match = rule.regex.search(message)
         if match:
             try:
                 return _event(rule, match, message, time or received, header_host or host,
-                              source)
+                              source, prefixed)
             except ValueError:  # a number too long for int(): not a line a driver wrote
                 continue
     return None
@@ -85,7 +90,7 @@ def parse_lines(lines: Iterable[str], *, host: str | None = None, source: str | 
 
 
 def _event(rule: catalogue.Rule, match: re.Match[str], message: str, time: datetime,
-           host: str | None, source: str | None) -> dict[str, Any]:
+           host: str | None, source: str | None, prefixed: Prefixed) -> dict[str, Any]:
     attrs = dict(rule.attrs)
     _merge(attrs, match.groupdict())
     for extractor in _CAT.extractors:
@@ -104,7 +109,13 @@ def _event(rule: catalogue.Rule, match: re.Match[str], message: str, time: datet
         attrs["source"] = source
     event: dict[str, Any] = {"time": time, "host": host, "kind": rule.kind,
                              "severity": severity, "attrs": attrs, "message": message}
-    rank = _ranks(attrs)
+    if prefixed.local_rank is not None:
+        attrs["local_rank"] = prefixed.local_rank
+    if prefixed.task is not None:
+        attrs["task"] = prefixed.task
+    if prefixed.host is not None:
+        attrs["launcher_host"] = prefixed.host
+    rank = _ranks(attrs, prefixed.rank)
     if rank is not None:
         event["rank"] = rank
     if rule.component and host:
@@ -151,17 +162,20 @@ def _classify(rule: catalogue.Rule, attrs: dict[str, Any]) -> tuple[str, str, st
     return severity, cause, role
 
 
-def _ranks(attrs: dict[str, Any]) -> int | None:
+def _ranks(attrs: dict[str, Any], prefix_rank: int | None) -> int | None:
     """The job's global rank, and `pg` naming the process group of `pg_rank`.
 
-    PyTorch >= 2.2 prefixes `[rankN]:` (global) and names the group `[PG ID i PG GUID
-    g(name) Rank r]`; older versions print only `[Rank r]`. Without the prefix, a rank in
-    the default group (PG 0, or no group named, as before 2.2) is the global rank.
+    PyTorch >= 2.2 prefixes `[rankN]:` (global; `prefix_rank`, as a launcher's prefix may
+    give it too) and names the group `[PG ID i PG GUID g(name) Rank r]`; older versions
+    print only `[Rank r]`. Without a prefix, a rank in the default group (PG 0, or no group
+    named, as before 2.2) is the global rank.
     """
     pg_name, pg_id = attrs.pop("pg_name", None), attrs.pop("pg_id", None)
     attrs.pop("pg_guid", None)
     if pg_name or pg_id:
         attrs["pg"] = pg_name or pg_id
+    if prefix_rank is not None and "rank" not in attrs:
+        attrs["rank"] = prefix_rank
     if "rank" not in attrs and "pg_rank" in attrs and pg_id in (None, "0"):
         attrs["rank"] = attrs["pg_rank"]
     return attrs.get("rank")
