@@ -21,12 +21,13 @@ SEVERITIES = ("info", "warning", "error", "critical")
 ACTIONS = ("evict", "restart", "replace", "rollback", "none")
 ROLES = ("root", "cascade")
 _WORD = re.compile(r"[A-Za-z0-9_]+")
-# The SPEC §1 kinds a log line can yield (job_*, checkpoint_*, maintenance, train_anomaly
-# and host_heartbeat come from the service and its clients, not from log text).
+# The SPEC §1 kinds a log line can yield (job_*, checkpoint_*, maintenance and
+# host_heartbeat come from the service and its clients, not from log text; train_anomaly
+# comes from both: a trainer's own NaN/Inf warnings are log lines).
 LOG_KINDS = (
     "gpu_xid", "gpu_ecc", "gpu_thermal", "nvlink_error", "nvswitch_error", "nic_link",
     "nic_error", "pcie_aer", "nccl_timeout", "nccl_error", "host_mce", "host_mem_ecc",
-    "host_kernel", "host_oom", "host_disk", "host_power",
+    "host_kernel", "host_oom", "host_disk", "host_power", "train_anomaly",
 )
 
 

@@ -31,6 +31,9 @@ _CAT = catalogue.load()
 # Bytes that are not part of a word (ASCII other than letters, digits, "_") become spaces.
 _WORD_BYTES = bytes(c if c >= 128 or c == 95 or chr(c).isalnum() else 32 for c in range(256))
 _KEYWORDS = frozenset(k.encode() for r in _CAT.rules for k in r.keywords)
+# Kinds a training process reports: only there does a launcher's prefix name a rank.
+_PROCESS_KINDS = frozenset({"nccl_timeout", "nccl_error", "gpu_ecc", "nvlink_error", "nic_error",
+                            "train_anomaly"})
 # keyword -> positions of the rules that name it, so a line tries only its candidates.
 _RULES_BY_KEYWORD = {k: tuple(i for i, r in enumerate(_CAT.rules) if k.decode() in r.keywords)
                      for k in _KEYWORDS}
@@ -109,13 +112,16 @@ def _event(rule: catalogue.Rule, match: re.Match[str], message: str, time: datet
         attrs["source"] = source
     event: dict[str, Any] = {"time": time, "host": host, "kind": rule.kind,
                              "severity": severity, "attrs": attrs, "message": message}
-    if prefixed.local_rank is not None:
-        attrs["local_rank"] = prefixed.local_rank
-    if prefixed.task is not None:
-        attrs["task"] = prefixed.task
-    if prefixed.host is not None:
-        attrs["launcher_host"] = prefixed.host
-    rank = _ranks(attrs, prefixed.rank)
+    prefix_rank = None
+    if rule.kind in _PROCESS_KINDS:  # a launcher's prefix names a process, not a host's kernel
+        prefix_rank = prefixed.rank
+        if prefixed.local_rank is not None:
+            attrs["local_rank"] = prefixed.local_rank
+        if prefixed.task is not None:
+            attrs["task"] = prefixed.task
+        if prefixed.host is not None:
+            attrs["launcher_host"] = prefixed.host
+    rank = _ranks(attrs, prefix_rank)
     if rank is not None:
         event["rank"] = rank
     if rule.component and host:
@@ -136,12 +142,22 @@ def _merge(attrs: dict[str, Any], groups: dict[str, str | None],
 
 
 def _normalise_pci(attrs: dict[str, Any]) -> None:
-    """`pci` as domain:bus:device (the topology's key); `bdf` keeps the function."""
+    """`pci` as domain:bus:device (the topology's key); `bdf` keeps the function.
+
+    A bus id without its domain (`18:00.0`, as some driver messages print it) is in domain
+    0000; fabric manager's 8-digit domain (`00000000:86:00.0`) is the same 16-bit domain.
+    """
     if "bdf" in attrs:
         attrs["bdf"] = attrs["bdf"].lower()
         attrs.setdefault("pci", attrs["bdf"])
     if "pci" in attrs:
-        attrs["pci"] = attrs["pci"].lower().split(".", 1)[0]
+        pci = attrs["pci"].lower().split(".", 1)[0]
+        parts = pci.split(":")
+        if len(parts) == 2:
+            pci = "0000:" + pci
+        elif len(parts[0]) > 4:
+            pci = parts[0][-4:] + ":" + ":".join(parts[1:])
+        attrs["pci"] = pci
 
 
 def _classify(rule: catalogue.Rule, attrs: dict[str, Any]) -> tuple[str, str, str]:

@@ -77,9 +77,11 @@ EXTRA: list[tuple[str, dict[str, Any] | None]] = [
     ("NVRM: Xid (PCI:0000:01:00): 144, SAW_MVB Nonfatal XC0 i0 Link 0 (0x00000001 0x00000008 "
      "0x00000000 0x00000000 0x00000000 0x00000000)",
      {"kinds": ["gpu_xid"], "attrs": {"xid": 144, "pci": "0000:01:00", "link": 0, "unit": "SAW_MVB"}}),
-    # leptonai/gpud#1271 (link-training message, no Xid number)
+    # leptonai/gpud#1271 (link-training failure, no Xid number; gpud's nvlink kmsg_test.go
+    # raises it as an incident signature)
     ("Jul 09 10:42:47 pool0-0082 kernel: NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting "
-     "peer0's postRxDetLinkMask failed!", None),
+     "peer0's postRxDetLinkMask failed!",
+     {"kinds": ["nvlink_error"], "attrs": {"counter": "rx_detect_link_mask"}}),
     # NVIDIA/open-gpu-kernel-modules#1150
     ("kernel: NVRM: Xid (PCI:0000:ba:00): 45, pid=1818989, name=python3, Ch 00000002 caused by "
      "previous Xid 145",
