@@ -107,6 +107,8 @@ def _event(rule: catalogue.Rule, match: re.Match[str], message: str, time: datet
             attrs[target] = value
     _normalise_pci(attrs)
     severity, cause, role = _classify(rule, attrs)
+    if "intrinfo" in attrs and "error_status" in attrs:
+        severity = _decode_nvlink5(attrs, severity)
     attrs.update(cause=cause, role=role, rule=rule.id)
     if source:
         attrs["source"] = source
@@ -176,6 +178,19 @@ def _classify(rule: catalogue.Rule, attrs: dict[str, Any]) -> tuple[str, str, st
         table, frm = rule.severity_from
         severity = _CAT.maps[table].get(attrs.get(frm), severity)  # type: ignore[arg-type]
     return severity, cause, role
+
+
+def _decode_nvlink5(attrs: dict[str, Any], severity: str) -> str:
+    """NVLink5 Xids (144-150): the sub-code (intrinfo bits 20-25, as gpud computes it) and
+    NVIDIA's decode of the unit, intrinfo and error status; the decode's severity wins."""
+    intrinfo, status = int(attrs["intrinfo"], 16), int(attrs["error_status"], 16)
+    attrs["sub_code"] = (intrinfo >> 20) & 0x3F
+    row = catalogue.nvlink5(attrs.get("xid", 0), attrs.get("unit", ""), intrinfo, status)
+    if row is None:
+        return severity
+    attrs.update(nvlink5_severity=row.severity, resolution=row.resolution,
+                 investigatory=row.investigatory)
+    return "warning" if row.severity.lower().startswith("non") else "critical"
 
 
 def _ranks(attrs: dict[str, Any], prefix_rank: int | None) -> int | None:
