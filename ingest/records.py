@@ -45,10 +45,11 @@ _EXCEPTION = re.compile(r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|E
 # mm/oom_kill.c dump_header, lib/dump_stack.c): none of it is a new report.
 _KERNEL_DETAIL = re.compile(
     r"\s*(?:Call Trace:|<(?:/?TASK|/?IRQ|/?NMI|EOI)>|\? |\[<[0-9a-f]+>\]|"
-    r"[\w.$]+\+0x[0-9a-f]+/0x[0-9a-f]+|"
-    r"(?:CPU|PID): \d+|Hardware name:|Modules linked in:|Tainted:|Not tainted|"
-    r"RIP:|RSP:|RAX:|RDX:|RBP:|R\d+:|FS:|CS:|CR2:|Code:|Stack:|IP:|PGD |PUD |PMD |PTE |"
-    r"Workqueue:|task:\S+ +state:|\"echo 0 > /proc/sys/kernel/hung_task_timeout_secs\"|"
+    r"[\w.$]+\+0x[0-9a-f]+/0x[0-9a-f]+|Oops: |"
+    r"(?:CPU|PID): \d+|Hardware name:|Modules linked in:|Tainted:|Not tainted|task: |"
+    r"(?:RIP|RSP|RAX|RBX|RCX|RDX|RSI|RDI|RBP|R\d+|FS|GS|CS|CR\d|IP|EFLAGS|ORIG_RAX)\b|"
+    r"Code:|Stack:|PGD |PUD |PMD |PTE |Workqueue:|task:\S+ +state:|\S+ +[DRSTZ] [0-9a-f]{16} |"
+    r"\"echo 0 > /proc/sys/kernel/hung_task_timeout_secs\"|"
     r"---\[ end (?:trace|Kernel panic)|Kernel Offset:|Rebooting in|"
     r"(?:[0-9a-f]{16} ?){2,}|$)")
 _KERNEL_FRAME = re.compile(r"(?:\? )?(?:\[<[0-9a-f]+>\] )?(?:\? )?([\w.$]+\+0x[0-9a-f]+/0x[0-9a-f]+)")

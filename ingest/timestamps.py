@@ -46,12 +46,12 @@ _FABRIC = re.compile(
     r"\[(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(\d{1,2}) (\d{4})"
     r" (\d{2}):(\d{2}):(\d{2})\]\s*")
 _PYLOG = re.compile(
-    r"\[(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?[\] ]")
+    r"\[(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|[+-]\d{2}:?\d{2})?[\] ]")
 _PRINTK_LEVEL = re.compile(r"<\d>(?=\[)")
 _MONOTONIC = re.compile(r"\[\s*\+?\d+\.\d+\]\s*(?:\[\s*[CT]\d+\]\s*)?")
 _KMSG = re.compile(r"\d+,\d+,(\d+),[^;]*;")
 _GLOG = re.compile(r"\[[IWEF](1[0-2]|0?[1-9])(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?[ \]]")
-_GLOG_WINDOW = 80  # PyTorch puts at most "[rankNNNNN]:" and a tool's prefix before it
+_GLOG_WINDOW = 160  # "[rankNNNNN]:" and a tool's prefix (Ray's "(WorkerDict pid=…)", a progress bar)
 
 
 def _micro(frac: str | None) -> int:
@@ -148,9 +148,9 @@ def _split(line: str, received: datetime, boot_time: datetime | None,
             return t, None, line[m.end():]
         m = _PYLOG.match(line)
         if m:
-            y, mo, d, h, mi, s, frac = m.groups()
+            y, mo, d, h, mi, s, frac, offset = m.groups()
             t = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), _micro(frac),
-                         tzinfo=zone).astimezone(timezone.utc)
+                         tzinfo=_zone(offset, zone)).astimezone(timezone.utc)
             return t, None, line
     elif first == "<":
         m = _PRINTK_LEVEL.match(line)
