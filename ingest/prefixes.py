@@ -23,10 +23,13 @@ _SRUN = re.compile(r" {0,7}(\d{1,6}): ")
 _MPI = re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>: ?")
 _RANK = re.compile(r"\[rank(\d+)\]: ?")
 _ROLE = re.compile(r"\[([a-z_]+?)(\d+)\]: ?")
-# A host prefix only where another prefix or a process's own line format follows, so a
-# syslog tag or a driver's "NVRM: " is never taken for a host.
+# A host prefix only where another prefix or a process's own line format follows (a
+# launcher prefix, a Python log stamp, glog, NCCL's prefix, a traceback's lines), so a
+# syslog tag, "ib0: lost carrier" or a driver's "NVRM: " is never taken for a host.
 _HOST = re.compile(r"([A-Za-z0-9][\w.-]{0,62}): (?=\[rank\d|\[default\d|\[\d{4}-\d\d-\d\d|"
-                   r"\[[IWEF]\d{3,4} |\[\d+,\d+\]<std|\s{0,7}\d{1,6}: |[\w.-]+:\d+:\d+ \[\d+\] )")
+                   r"\[[IWEF]\d{3,4} |\[\d+,\d+\]<std|\s{0,7}\d{1,6}: |[\w.-]+:\d+:\d+ \[\d+\] |"
+                   r"  +\S|Traceback \(most recent call last\):|"
+                   r"[A-Za-z_][\w.]*(?:Error|Exception|Interrupt):)")
 _STARTS = frozenset(" 0123456789[abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 

@@ -196,6 +196,7 @@ class RecordGrouper:
                 return True
             return False
         if record.kind == "nvrm":
+            body = body.lstrip()
             if body.startswith("NVRM: ") and not body.startswith("NVRM: Xid"):
                 record.details.append(body)
                 return len(record.lines) < _NVRM_LINES
