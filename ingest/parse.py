@@ -24,13 +24,14 @@ from datetime import datetime, timezone, tzinfo
 from typing import Any
 
 from faultgraph.ingest import catalogue
-from faultgraph.ingest.prefixes import Prefixed, strip_prefix
+from faultgraph.ingest.prefixes import Prefixed, has_prefix, strip_prefix
 from faultgraph.ingest.timestamps import as_utc, split_timestamp
 
 _CAT = catalogue.load()
 # Bytes that are not part of a word (ASCII other than letters, digits, "_") become spaces.
 _WORD_BYTES = bytes(c if c >= 128 or c == 95 or chr(c).isalnum() else 32 for c in range(256))
 _KEYWORDS = frozenset(k.encode() for r in _CAT.rules for k in r.keywords)
+_NO_PREFIX = Prefixed("")
 # Kinds a training process reports: only there does a launcher's prefix name a rank.
 _PROCESS_KINDS = frozenset({"nccl_timeout", "nccl_error", "gpu_ecc", "nvlink_error", "nic_error",
                             "train_anomaly"})
@@ -57,11 +58,11 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
         return None
     candidates = sorted({i for k in _KEYWORDS.intersection(words) for i in _RULES_BY_KEYWORD[k]})
     received = as_utc(received) if received else datetime.now(timezone.utc)
-    prefixed = strip_prefix(line)
-    time, header_host, message = split_timestamp(prefixed.text, received=received,
-                                                 boot_time=boot_time, zone=zone)
-    if not prefixed.key and message is not line:  # a launcher's prefix inside a syslog line
-        prefixed = strip_prefix(message)
+    prefixed = strip_prefix(line) if has_prefix(line) else _NO_PREFIX
+    time, header_host, message = split_timestamp(prefixed.text if prefixed.key else line,
+                                                 received=received, boot_time=boot_time, zone=zone)
+    if not prefixed.key and message is not line and has_prefix(message):
+        prefixed = strip_prefix(message)  # a launcher's prefix inside a syslog line
         message = prefixed.text
     for i in candidates:
         rule = _CAT.rules[i]
