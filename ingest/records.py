@@ -24,7 +24,7 @@ once it has been open `max_wait_s` of wall time, so a stuck record cannot hold t
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone, tzinfo
 from typing import Any
 
@@ -112,7 +112,7 @@ class RecordGrouper:
     def __len__(self) -> int:
         return len(self._open)
 
-    def feed(self, line: str, *, tag: Hashable | Any = None, received: datetime | None = None,
+    def feed(self, line: str, *, tag: Any = None, received: datetime | None = None,
              boot_time: datetime | None = None, now: float = 0.0) -> list[Record]:
         """Add one line; the records it completed (possibly its own), oldest first."""
         line = line.rstrip("\r\n")

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from faultgraph.ingest.prefixes import strip_prefix
 from faultgraph.ingest.records import RecordGrouper, group_lines
 
@@ -30,7 +29,7 @@ def test_real_records_give_one_event_each(fixture: dict[str, Any]) -> None:
     # every line lands in exactly one record
     assert sorted(t for r in records for t in r.tags) == list(range(len(fixture["lines"])))
     assert len(events) == len(fixture["expect"]), [(e["kind"], e["attrs"].get("rule")) for e in events]
-    for event, want in zip(events, fixture["expect"]):
+    for event, want in zip(events, fixture["expect"], strict=True):
         assert event["kind"] == want["kind"]
         attrs = event["attrs"]
         for name, value in want.items():
