@@ -52,7 +52,8 @@ _KERNEL_DETAIL = re.compile(
     r"---\[ end (?:trace|Kernel panic)|Kernel Offset:|Rebooting in|"
     r"(?:[0-9a-f]{16} ?){2,}|$)")
 _KERNEL_FRAME = re.compile(r"(?:\? )?(?:\[<[0-9a-f]+>\] )?(?:\? )?([\w.$]+\+0x[0-9a-f]+/0x[0-9a-f]+)")
-_HW_BLOCK = re.compile(r"(?:mce: |\{\d+\})?\[Hardware Error\]:|mce: CPU\d+: |EDAC \w+ MC\d+: HANDLING MCE")
+_HW_BLOCK = re.compile(r"(?:mce: |\{\d+\})?\[Hardware Error\]:|mce: CPU\d+: |"
+                       r"EDAC \w+ MC\d+: (?:HANDLING MCE|CPU \d+: Machine Check|TSC |ADDR |MISC |PROCESSOR )")
 _KERNEL_KINDS = frozenset({"host_kernel", "host_mce", "host_oom", "host_mem_ecc"})
 # The driver's fallen-off-the-bus notice is one message printed as three "NVRM:" lines.
 _NVRM_BLOCK = "NVRM: The NVIDIA GPU "
