@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from faultgraph.ingest.prefixes import strip_prefix
 from faultgraph.ingest.records import RecordGrouper, group_lines
 
@@ -165,3 +167,19 @@ def test_agent_holds_its_position_while_a_record_is_open_then_releases_it(tmp_pa
     agent.step()  # caught up and past the wait: the record closes (no event) and the position moves
     assert agent.committed != held and len(agent.spool) == 0
     agent.close()
+
+
+_PIECES = ["Traceback (most recent call last):", '  File "x.py", line 1, in f', "    f()",
+           "RuntimeError: CUDA error: uncorrectable ECC error encountered", "[rank3]: ", "42: ",
+           "Call Trace:", " func+0x1/0x2", "INFO: task a:1 blocked for more than 9 seconds.",
+           "{1}[Hardware Error]: event severity: fatal", "NVRM: The NVIDIA GPU 0000:01:00.0",
+           "NVRM: fallen off the bus and is not responding to commands.", "", "\r", "worker-1: "]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PIECES) | st.text(max_size=15), max_size=3).map("".join),
+                max_size=30))
+def test_grouping_never_loses_or_duplicates_a_line(lines: list[str]) -> None:
+    records = list(group_lines(lines, received=RECEIVED, max_lines=7))
+    assert sorted(t for r in records for t in r.tags) == list(range(len(lines)))
+    assert all(len(r.lines) <= 7 for r in records)
