@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from faultgraph.ingest.prefixes import strip_prefix
 from faultgraph.ingest.records import RecordGrouper, group_lines
 
