@@ -1,0 +1,305 @@
+"""Reasoning over pasted logs: what an engineer who reads them would conclude.
+
+Live ingest sees events one by one from agents that know their host; a paste is the other
+way round — no topology, often no host, no clock, but multi-line facts the engine never
+sees: a py-spy stack per process, a kernel hung-task trace, a C++ `what():`, NCCL's last
+error. Each rule here is a pure function of the read paste (`ingest/paste.py`) to
+`Finding`s: a place, a SPEC §6 cause, a weight, the lines that decided it, and what is
+missing to be sure. `rank` merges findings about the same place and orders them. The
+signatures and stack vocabularies are data, in `diagnose.toml` next to this file.
+
+Rules: `signatures` (lines that mean one thing: a fabric manager not running, an ECC error,
+a refused peer), `hardware` (the catalogue's fault events, placed on the GPU and link they
+name), `stacks` (the odd stack out in a py-spy dump of many processes, or one blocked on
+its DataLoader), `hung_tasks` (a process blocked in a cluster filesystem's write path),
+`silent_ranks` (the ranks that did not time out, or lag in sequence, while the others did).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from faultgraph.attribution.causes import category_of
+from faultgraph.attribution.classify import classify
+from faultgraph.attribution.placement import Placement
+from faultgraph.ingest.paste import UNNAMED_HOST, Block, Line
+
+RULES_FILE = Path(__file__).with_name("diagnose.toml")
+
+
+@dataclass(frozen=True)
+class Signature:
+    id: str
+    regex: re.Pattern[str]
+    cause: str
+    place: str
+    weight: float
+    meaning: str
+    action: str
+    missing: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Rules:
+    signatures: tuple[Signature, ...]
+    stack: dict[str, tuple[str, ...]]
+
+
+@dataclass
+class Finding:
+    """One conclusion: `place` is a component id (`node7`, `node7/gpu3`, `node7/pci:0000:3b:00`),
+    a peer address or `rank<N>` when the paste names no host for the rank."""
+
+    place: str
+    cause: str
+    score: float
+    rule: str
+    lines: list[int]
+    explanation: str
+    action: str = ""
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def category(self) -> str:
+        return category_of(self.cause)
+
+
+@cache
+def rules() -> Rules:
+    """The shipped signatures and stack vocabularies, read and checked once."""
+    data = tomllib.loads(RULES_FILE.read_text())
+    signatures = []
+    for s in data["signature"]:
+        if category_of(s["cause"]) == "unknown" and s["cause"] != "unknown":
+            raise ValueError(f"diagnose.toml {s['id']}: cause {s['cause']!r} is not a SPEC §6 cause")
+        if s["place"] not in ("host", "gpu", "peer"):
+            raise ValueError(f"diagnose.toml {s['id']}: place {s['place']!r} is not host, gpu or peer")
+        signatures.append(Signature(id=s["id"], regex=re.compile(s["regex"]), cause=s["cause"], place=s["place"],
+                                    weight=float(s["weight"]), meaning=s["meaning"], action=s["action"],
+                                    missing=s["missing"], source=s["source"]))
+    return Rules(tuple(signatures), {name: tuple(words) for name, words in data["stack"].items()})
+
+
+def _host(line_host: str | None) -> str | None:
+    return None if line_host in (None, UNNAMED_HOST) else line_host
+
+
+def _gpu_place(host: str | None, local_rank: int | None, pci: str | None, rank: int | None) -> str:
+    """The most precise place a line gives for a GPU."""
+    if pci:
+        pci = pci.lower()
+        return f"{host}/pci:{pci}" if host else f"pci:{pci}"
+    if host and local_rank is not None:
+        return f"{host}/gpu{local_rank}"
+    if host:
+        return host
+    return f"rank{rank}" if rank is not None else "the GPU of this job"
+
+
+def _fill(template: str, **names: str | None) -> str:
+    return template.format_map({k: v or "that host" for k, v in names.items()})
+
+
+def signatures(lines: Sequence[Line]) -> list[Finding]:
+    """Lines that on their own say what broke and where."""
+    found = []
+    for line in lines:
+        for sig in rules().signatures:
+            m = sig.regex.search(line.text)
+            if not m:
+                continue
+            groups = m.groupdict()
+            host = _host(line.host)
+            if sig.place == "peer" and groups.get("peer"):
+                place = groups["peer"]
+            elif sig.place == "gpu":
+                place = _gpu_place(host, line.local_rank, groups.get("pci"), line.rank)
+            else:
+                place = host or "the host this ran on"
+            what = f"{sig.meaning}" + (f" ({groups['why']})" if groups.get("why") else "")
+            found.append(Finding(place=place, cause=sig.cause, score=sig.weight, rule=sig.id, lines=[line.index],
+                                 explanation=what, action=_fill(sig.action, host=host, peer=groups.get("peer")),
+                                 missing=[_fill(sig.missing, host=host, peer=groups.get("peer"))]))
+            break
+    return found
+
+
+def hardware(events: Iterable[dict]) -> list[Finding]:
+    """The catalogue's fault events (XIDs, SXids, AER, MCE…), on the GPU and link they name."""
+    found = []
+    for event in events:
+        signal = classify(event)
+        if signal.role != "fault":
+            continue
+        attrs = event.get("attrs") or {}
+        host = _host(event["host"])
+        place = event.get("component") or _gpu_place(host, attrs.get("local_rank"), attrs.get("pci"), event.get("rank"))
+        code = f" XID {attrs['xid']}" if "xid" in attrs else f" SXid {attrs['sxid']}" if "sxid" in attrs else ""
+        link = f", NVLink {attrs['link']}" if "link" in attrs else ""
+        found.append(Finding(place=place, cause=signal.cause, score=signal.weight, rule="hardware",
+                             lines=[int(event["id"].removeprefix("line-"))],
+                             explanation=f"{event['kind']}{code}{link}: {signal.cause.replace('_', ' ')}",
+                             action=f"drain {host or 'the host'} and repair {place}"))
+    return found
+
+
+def _stack_class(frames: Sequence[str]) -> str:
+    """Where a Python stack waits: in a collective, on data, in I/O, or elsewhere (compute)."""
+    vocab = rules().stack
+    text = " ".join(frames).lower()
+    for name in ("collective", "data", "io"):
+        if any(word.lower() in text for word in vocab[name]):
+            return name
+    return "other"
+
+
+def stacks(blocks: Sequence[Block]) -> list[Finding]:
+    """The odd stack out of a py-spy dump: one process waiting on its DataLoader (or in
+    I/O, or computing) while its peers sit in a collective is the one they wait for."""
+    mains: dict[tuple, Block] = {}
+    for block in blocks:
+        if block.kind != "pyspy":
+            continue
+        who = (block.attrs.get("pid"), block.lines[0].rank, block.lines[0].host, block.lines[0].local_rank)
+        if who not in mains or block.attrs.get("thread") == "MainThread":
+            mains[who] = block
+    if not mains:
+        return []
+    classes = {who: _stack_class(block.frames) for who, block in mains.items()}
+    counts = Counter(classes.values())
+    found = []
+    for who, block in mains.items():
+        cls = classes[who]
+        peers_waiting = counts["collective"] - (cls == "collective")
+        if cls == "collective" or (counts[cls] > 1 and counts[cls] >= peers_waiting):
+            continue
+        line = block.lines[0]
+        place = _process_place(line, block.attrs.get("pid"))
+        cause = "dependency" if cls == "io" else "software_bug"
+        innermost = block.frames[:3]
+        why = {"data": "waits on its data pipeline (DataLoader queue)", "io": "is blocked in file I/O",
+               "other": "is busy outside any collective"}[cls]
+        peers = f" while {peers_waiting} other process(es) sit in a collective" if peers_waiting else ""
+        score = 0.85 if peers_waiting else 0.6
+        found.append(Finding(place=place, cause=cause, score=score, rule="odd_stack", lines=block.indices[:8],
+                             explanation=f"{place} {why}{peers}: {' < '.join(innermost)}",
+                             action=f"fix or bound what {place} waits for (a DataLoader worker, a file, a lock), then restart from the checkpoint",
+                             missing=[] if peers_waiting else [f"no py-spy dump of the other ranks: run `py-spy dump --pid` on each to confirm they wait in a collective for {place}"]))
+    return found
+
+
+def _process_place(line: Line, pid: int | None) -> str:
+    host = _host(line.host)
+    if line.rank is not None:
+        return f"{host}/rank{line.rank}" if host else f"rank{line.rank}"
+    if host and line.local_rank is not None:
+        return f"{host}/gpu{line.local_rank}"
+    if pid is not None:
+        return f"{host}/pid{pid}" if host else f"pid {pid}"
+    return host or "this process"
+
+
+def hung_tasks(blocks: Sequence[Block]) -> list[Finding]:
+    """A task the kernel reports blocked: in a cluster filesystem's or the writeback path
+    it is the host's storage (a dependency), in the GPU driver the GPU, else the host."""
+    vocab = rules().stack
+    found = []
+    for block in blocks:
+        if block.kind != "hung_task":
+            continue
+        frames = " ".join(block.frames).lower()
+        host = _host(block.lines[0].host)
+        place = host or "the host this ran on"
+        task = f"{block.attrs['task']}:{block.attrs['pid']} blocked for {block.attrs['blocked_s']} s"
+        if any(w in frames for w in vocab["cluster_fs"]):
+            cause, score, where = "dependency", 0.85, "in a network/cluster filesystem"
+        elif any(w in frames for w in vocab["writeback"]):
+            cause, score, where = "dependency", 0.7, "writing back to a filesystem"
+        elif any(w in frames for w in vocab["gpu_driver"]):
+            cause, score, where = "faulty_gpu", 0.6, "in the NVIDIA driver"
+        else:
+            cause, score, where = "unknown", 0.3, "in the kernel"
+        frames_shown = ", ".join(f for f in block.frames if f not in ("schedule", "__schedule"))[:160]
+        found.append(Finding(place=place, cause=cause, score=score, rule="hung_task", lines=block.indices[:12],
+                             explanation=f"{task} {where} ({frames_shown}): the host's storage stalls the job, not its GPU"
+                             if cause == "dependency" else f"{task} {where} ({frames_shown})",
+                             action=f"check the filesystem mounts and the storage servers {place} writes to; drain it if the mount stays hung",
+                             missing=[f"no filesystem client log from {place}: check `dmesg | grep -iE 'nfs|lustre|LustreError'` and `mount` there"]))
+    return found
+
+
+def silent_ranks(events: Sequence[dict], placement: Placement | None) -> list[Finding]:
+    """Ranks that did not time out while the others did, or whose last collective is
+    behind everyone else's: the rest wait for them (still preprocessing, stuck in I/O, dead)."""
+    timeouts = [e for e in events if e["kind"] == "nccl_timeout" and (e.get("attrs") or {}).get("rule") == "torch_watchdog_timeout"
+                and e.get("rank") is not None]
+    if len(timeouts) < 2:
+        return []
+    by_rank: dict[int, dict] = {}
+    for event in timeouts:
+        by_rank.setdefault(event["rank"], event)
+    world = placement.world_size if placement else max(by_rank) + 1
+    missing = [r for r in range(world) if r not in by_rank]
+    seqs = Counter(e["attrs"].get("seq") for e in by_rank.values())
+    leading = seqs.most_common(1)[0][0]
+    lagging = [r for r, e in by_rank.items() if isinstance(e["attrs"].get("seq"), int)
+               and isinstance(leading, int) and e["attrs"]["seq"] < leading]
+    cited = sorted(int(e["id"].removeprefix("line-")) for e in by_rank.values())[:20]
+    op = next(iter(by_rank.values()))["attrs"].get("op", "collective")
+    found = []
+    if missing and len(missing) <= max(1, world // 8):
+        for rank in missing:
+            place = placement.rank_to_gpu(rank) if placement else f"rank{rank}"
+            found.append(Finding(place=place, cause="unknown", score=0.5 / len(missing), rule="silent_rank", lines=cited,
+                                 explanation=f"rank {rank} is the only one of {world} that did not time out in {op} SeqNum {leading}: "
+                                             f"the others waited for it (it was still preprocessing, stuck in I/O, or dead)",
+                                 action=f"look at what rank {rank} was doing: its own output, its host's kernel log",
+                                 missing=[f"no stack of rank {rank}: run `py-spy dump --pid` on its process while it hangs",
+                                          f"no kernel log from rank {rank}'s host: check `dmesg` there"]))
+    if lagging and len(lagging) <= max(1, len(by_rank) // 10):
+        for rank in lagging:
+            place = placement.rank_to_gpu(rank) if placement else f"rank{rank}"
+            found.append(Finding(place=place, cause="software_bug", score=0.6 / len(lagging), rule="sequence_lag",
+                                 lines=[int(by_rank[rank]["id"].removeprefix("line-"))],
+                                 explanation=f"rank {rank} timed out in SeqNum {by_rank[rank]['attrs']['seq']} while the others are at {leading}: "
+                                             f"it issued fewer collectives (a rank-dependent code path)",
+                                 action="restart from the checkpoint and find the code path only that rank took",
+                                 missing=[f"no stack of rank {rank}: run `py-spy dump --pid` on it"]))
+    return found
+
+
+def _host_of(place: str) -> str:
+    return place.split("/", 1)[0]
+
+
+def rank(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings about the same place (a host and its parts, the same rank) merged into the
+    most specific one, their weights added; most likely first."""
+    merged: dict[str, Finding] = {}
+    for finding in sorted(findings, key=lambda f: -f.score):
+        key = _host_of(finding.place)
+        if key not in merged:
+            merged[key] = Finding(finding.place, finding.cause, finding.score, finding.rule, list(finding.lines),
+                                  finding.explanation, finding.action, list(finding.missing))
+            continue
+        into = merged[key]
+        if finding.place.count("/") > into.place.count("/") and finding.place.startswith(into.place):
+            into.place = finding.place
+        if into.cause == "unknown" and finding.cause != "unknown":
+            into.cause, into.explanation, into.action = finding.cause, finding.explanation, finding.action
+        elif finding.explanation not in into.explanation and finding.rule != into.rule:
+            into.explanation += f"; {finding.explanation}"
+        into.score += finding.score
+        into.rule = into.rule if finding.rule in into.rule else f"{into.rule}+{finding.rule}"
+        into.lines = sorted(set(into.lines) | set(finding.lines))
+        into.missing += [m for m in finding.missing if m not in into.missing]
+    return sorted(merged.values(), key=lambda f: (-f.score, f.place))
+

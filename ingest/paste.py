@@ -1,0 +1,297 @@
+"""Read a log as people paste it: a whole document, not a stream of well-formed lines.
+
+A paste mixes sources (a job's output file, a `dmesg`, a `py-spy dump` of every rank),
+carries the launchers' prefixes (`[default3]:`, `42: `, `[rank42]:`, `worker-3: `, Ray's
+`(RayWorkerWrapper pid=4009) `, grep's `messages:`), often has no timestamps at all, and
+spreads one fact over many lines (a Python traceback, a C++ `terminate called after
+throwing` block, a py-spy thread stack, a kernel hung-task trace). This module turns such
+a document into `Line`s (prefix stripped, rank and host kept, a time that preserves the
+order) and `Block`s (the multi-line facts), and every line into the events the catalogue
+parsers make of it — the same `parse_line` live ingest uses.
+
+Order is the only clock of a paste without timestamps: a line without its own time gets
+the time of the last stamped line before it plus one microsecond per line, or, before any
+stamped line, `received` minus one millisecond per line still to come, so times never go
+backwards through the document.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from faultgraph.ingest.parse import parse_line
+from faultgraph.ingest.timestamps import as_utc, split_timestamp
+
+# The host of lines that name none, when the caller gave none either.
+UNNAMED_HOST = "pasted"
+# Launcher and tool prefixes, outermost first; each may repeat. Named groups say what they give.
+_PREFIXES = (
+    re.compile(r"\x1b\[[0-9;]*m"),                              # colour codes
+    re.compile(r"\[0m "),                                       # a colour code whose ESC was lost in the paste
+    re.compile(r"\[(?P<stamp>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\]\s+"),
+    re.compile(r"\((?:\w+) pid=\d+(?:, ip=[\d.]+)?\) "),         # Ray actors
+    re.compile(r"\[(?P<default>default)(?P<local_rank>\d+)\]:"),   # torchrun --tee
+    re.compile(r"\[rank(?P<rank>\d+)\]:\s?"),                   # PyTorch >= 2.2
+    re.compile(r"\[\d+,(?P<task>\d+)\]<std(?:out|err)>:"),       # OpenMPI --tag-output
+    re.compile(r"(?P<task>\d{1,6}): "),                         # srun --label
+    re.compile(r"\[\d+\] (?=\[rank)"),                          # a pid before PyTorch's prefix
+    re.compile(r"[\w./-]+:(?=(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d )"),  # grep's file name
+    re.compile(r"(?P<host>[A-Za-z][\w.-]*\d[\w.-]*): (?=\S)"),   # pdsh / DeepSpeed's host prefix
+)
+# NCCL's own prefix names the host and the local CUDA device: `node5:240:240 [6] `.
+_NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
+_RANK_IN_TEXT = re.compile(r"\[(?:PG (?:ID )?0 (?:PG GUID 0(?:\(default_pg\))? )?)?Rank (?P<rank>\d+)\]")
+
+_HUNG = re.compile(r"INFO: task (?P<task>.+?):(?P<pid>\d+) blocked for more than (?P<secs>\d+) seconds")
+_KERNEL_FRAME = re.compile(r"(?:\] |^\s*)(?:\? )?(?P<symbol>[A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<module>\w+)\])?")
+_PYSPY_PROCESS = re.compile(r"Process (?P<pid>\d+): (?P<cmd>.*)")
+_PYSPY_THREAD = re.compile(r"Thread (?P<tid>0x[0-9A-Fa-f]+|\d+) \((?P<state>[\w ]+)\)(?:: \"(?P<name>[^\"]*)\")?")
+_PYSPY_FRAME = re.compile(r"\s+(?P<func>[^\s(]+) \((?P<file>[^():]+):(?P<line>\d+)\)")
+_TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
+_WHAT = re.compile(r"\s*what\(\):\s+(?P<text>.*)")
+_EXCEPTION_LINE = re.compile(r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit))(?::\s*(?P<text>.*))?$")
+_D_STATE = re.compile(r"\S+\s+D\s")  # the hung task's `name D <stack> …` summary line
+_PY_FRAME = re.compile(r'\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
+
+
+@dataclass(frozen=True)
+class Line:
+    """One pasted line: its position, its text without launcher prefixes, and what they said."""
+
+    index: int
+    raw: str
+    text: str
+    time: datetime
+    stamped: bool  # the time is the line's own, not synthesised from its position
+    host: str | None = None
+    rank: int | None = None
+    local_rank: int | None = None
+
+
+@dataclass
+class Block:
+    """A fact spread over several lines. `kind` is `traceback`, `terminate`, `pyspy` or
+    `hung_task`; `head` indexes the line in `lines` that states it (the exception, the
+    `what():`, the thread, the `INFO: task … blocked`); `frames` are function names,
+    innermost last for Python, in printed order for the kernel."""
+
+    kind: str
+    lines: list[Line]
+    head: int = 0
+    frames: list[str] = field(default_factory=list)
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def indices(self) -> list[int]:
+        return [line.index for line in self.lines]
+
+
+@dataclass
+class Paste:
+    """A read document: its lines, blocks, and the events the catalogue made of it."""
+
+    lines: list[Line]
+    blocks: list[Block]
+    events: list[dict[str, Any]]
+    unmatched: int
+
+
+def _strip(raw: str) -> tuple[str, dict[str, Any]]:
+    """The line without its launcher prefixes, and what they named."""
+    text, found = raw.rstrip("\r\n"), {}
+    progress = True
+    while progress and text:
+        progress = False
+        for prefix in _PREFIXES:
+            m = prefix.match(text)
+            if m and m.end() > 0:
+                found.update({k: v for k, v in m.groupdict().items() if v is not None and k not in found})
+                text = text[m.end():]
+                progress = True
+                break
+    return text, found
+
+
+def _stamp(text: str, found: dict[str, Any], received: datetime) -> tuple[datetime | None, str | None]:
+    """The line's own time and the host its syslog header names, if any."""
+    time, header_host, _ = split_timestamp(text, received=received)
+    if "stamp" in found:
+        try:
+            time = datetime.fromisoformat(found["stamp"].replace(",", ".")).replace(tzinfo=timezone.utc)
+        except ValueError:
+            pass
+    return time, header_host
+
+
+def read_lines(raw_lines: Sequence[str], *, host: str | None = None, hosts: Sequence[str | None] = (),
+               host_of_rank: Callable[[int], str | None] | None = None,
+               received: datetime | None = None) -> list[Line]:
+    """Lines without prefixes, each with a time that keeps the document's order. A line's
+    host is the one it names itself (launcher prefix, syslog header, NCCL prefix), else
+    the host of its rank (`host_of_rank`, from the job's placement), else `hosts[i]`,
+    else `host`."""
+    received = as_utc(received) if received else datetime.now(timezone.utc)
+    stripped = [_strip(raw) for raw in raw_lines]
+    stamps = [_stamp(text, found, received) for text, found in stripped]
+    lines: list[Line] = []
+    last: datetime | None = None
+    for index, (raw, (text, found), (stamp, header_host)) in enumerate(zip(raw_lines, stripped, stamps)):
+        if stamp is not None and (last is None or stamp >= last):
+            time, stamped = stamp, True
+        elif last is not None:
+            time, stamped = last + timedelta(microseconds=1), False
+        else:
+            time, stamped = received - timedelta(milliseconds=len(raw_lines) - index), False
+        last = time
+        nccl = _NCCL_PREFIX.match(text)
+        rank = found.get("rank") or found.get("task")
+        if rank is None and (m := _RANK_IN_TEXT.search(text)):
+            rank = m.group("rank")
+        local = found.get("local_rank") or (nccl.group("dev") if nccl else None)
+        rank = int(rank) if rank is not None else None
+        named = found.get("host") or header_host or (nccl.group("host") if nccl else None)
+        if named is None and rank is not None and host_of_rank is not None:
+            named = host_of_rank(rank)
+        lines.append(Line(index=index, raw=raw.rstrip("\r\n"), text=text, time=time, stamped=stamped,
+                          host=named or (hosts[index] if index < len(hosts) else None) or host, rank=rank,
+                          local_rank=int(local) if local is not None else None))
+    return lines
+
+
+def _hung_task(lines: Sequence[Line], start: int) -> tuple[Block, int]:
+    """`INFO: task … blocked` and the call trace under it (until the next hung task or a
+    line that is neither a trace line nor the kernel's boilerplate)."""
+    message = split_timestamp(lines[start].text)[2]
+    m = _HUNG.search(message)
+    block = Block("hung_task", [lines[start]], attrs={"task": m.group("task"), "pid": int(m.group("pid")),
+                                                      "blocked_s": int(m.group("secs"))})
+    i = start + 1
+    while i < len(lines) and i - start < 200:
+        body = split_timestamp(lines[i].text)[2]
+        if _HUNG.search(body):
+            break
+        frame = _KERNEL_FRAME.search(body)
+        if frame:
+            block.frames.append(frame.group("symbol"))
+        elif not (body.startswith((" ", "\t", "Call Trace", "<TASK>", "</TASK>", '"echo 0', "task:"))
+                  or "Tainted" in body or _D_STATE.match(body)):
+            break
+        block.lines.append(lines[i])
+        i += 1
+    return block, i
+
+
+def _pyspy_thread(lines: Sequence[Line], start: int, process: dict[str, Any]) -> tuple[Block, int]:
+    m = _PYSPY_THREAD.match(lines[start].text)
+    block = Block("pyspy", [lines[start]], attrs={"thread": m.group("name") or m.group("tid"),
+                                                  "state": m.group("state"), **process})
+    i = start + 1
+    while i < len(lines):
+        frame = _PYSPY_FRAME.match(lines[i].text)
+        if not frame:
+            break
+        block.frames.append(f"{frame.group('func')} ({frame.group('file')}:{frame.group('line')})")
+        block.lines.append(lines[i])
+        i += 1
+    return block, i
+
+
+def _traceback(lines: Sequence[Line], start: int) -> tuple[Block, int]:
+    """From `Traceback (most recent call last):` to the exception line that ends it."""
+    block = Block("traceback", [lines[start]])
+    i = start + 1
+    while i < len(lines) and i - start < 400:
+        text = lines[i].text
+        block.lines.append(lines[i])
+        frame = _PY_FRAME.match(text)
+        if frame:
+            block.frames.append(f"{frame.group('func')} ({frame.group('file')}:{frame.group('line')})")
+        elif not text[:1].isspace():
+            m = _EXCEPTION_LINE.match(text)
+            block.head = len(block.lines) - 1
+            block.attrs = {"exception": m.group("type") if m else text.split(":", 1)[0],
+                           "text": (m.group("text") or "") if m else text}
+            return block, i + 1
+        i += 1
+    return block, i
+
+
+def _terminate(lines: Sequence[Line], start: int) -> tuple[Block, int]:
+    """`terminate called after throwing an instance of 'c10::CUDAError'`, its `what():`
+    and the frames under it."""
+    m = _TERMINATE.search(lines[start].text)
+    block = Block("terminate", [lines[start]], attrs={"exception": m.group("type")})
+    i = start + 1
+    while i < len(lines) and i - start < 200:
+        text = lines[i].text
+        what = _WHAT.match(text)
+        if what and "text" not in block.attrs:
+            block.head, block.attrs["text"] = len(block.lines), what.group("text")
+        elif not (text.startswith(("frame #", "Exception raised from", "CUDA kernel errors", "For debugging",
+                                   "Compile with", " ")) or not text.strip()):
+            break
+        if text.startswith("frame #"):
+            block.frames.append(text.split(": ", 1)[-1])
+        block.lines.append(lines[i])
+        i += 1
+    return block, i
+
+
+def find_blocks(lines: Sequence[Line]) -> list[Block]:
+    """The multi-line facts of a document, in order; ranks interleaved in one paste are
+    read apart because each block keeps to the lines of the rank that opened it."""
+    blocks: list[Block] = []
+    by_rank: dict[tuple, list[Line]] = {}
+    for line in lines:
+        by_rank.setdefault((line.host, line.rank, line.local_rank), []).append(line)
+    for stream in by_rank.values():
+        process: dict[str, Any] = {}
+        i = 0
+        while i < len(stream):
+            text = stream[i].text
+            if "blocked for more than" in text and _HUNG.search(text):
+                block, i = _hung_task(stream, i)
+            elif text.startswith("Thread ") and _PYSPY_THREAD.match(text):
+                block, i = _pyspy_thread(stream, i, process)
+            elif text.startswith("Traceback (most recent call last)"):
+                block, i = _traceback(stream, i)
+            elif "terminate called after throwing" in text and _TERMINATE.search(text):
+                block, i = _terminate(stream, i)
+            else:
+                if text.startswith("Process ") and (m := _PYSPY_PROCESS.match(text)):
+                    process = {"pid": int(m.group("pid")), "cmd": m.group("cmd")}
+                i += 1
+                continue
+            blocks.append(block)
+    blocks.sort(key=lambda b: b.lines[0].index)
+    return blocks
+
+
+def read(raw_lines: Iterable[str], *, host: str | None = None, hosts: Sequence[str | None] = (),
+         host_of_rank: Callable[[int], str | None] | None = None, source: str | None = None,
+         received: datetime | None = None) -> Paste:
+    """The document read: lines, blocks, and one event per line a catalogue rule matches
+    (id `line-<index>`, so an incident can quote the lines that decided it)."""
+    raw = list(raw_lines)
+    received = as_utc(received) if received else datetime.now(timezone.utc)
+    lines = read_lines(raw, host=host, hosts=hosts, host_of_rank=host_of_rank, received=received)
+    events: list[dict[str, Any]] = []
+    unmatched = 0
+    for line in lines:
+        event = parse_line(line.text, host=line.host or UNNAMED_HOST, source=source, received=line.time)
+        if event is None:
+            unmatched += 1
+            continue
+        event["id"] = f"line-{line.index}"
+        if not line.stamped:
+            event["time"] = line.time
+        if event.get("rank") is None and line.rank is not None:
+            event["rank"] = line.rank
+        if line.local_rank is not None:
+            event["attrs"].setdefault("local_rank", line.local_rank)
+        events.append(event)
+    return Paste(lines=lines, blocks=find_blocks(lines), events=events, unmatched=unmatched)
