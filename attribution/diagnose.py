@@ -296,7 +296,7 @@ def rank(findings: Iterable[Finding]) -> list[Finding]:
         if into.cause == "unknown" and finding.cause != "unknown":
             into.cause, into.explanation, into.action = finding.cause, finding.explanation, finding.action
         elif finding.explanation not in into.explanation and finding.rule != into.rule:
-            into.explanation += f"; {finding.explanation}"
+            into.explanation = f"{into.explanation.rstrip('.')}; {finding.explanation}"
         into.score += finding.score
         into.rule = into.rule if finding.rule in into.rule else f"{into.rule}+{finding.rule}"
         into.lines = sorted(set(into.lines) | set(finding.lines))

@@ -10,9 +10,9 @@ order) and `Block`s (the multi-line facts), and every line into the events the c
 parsers make of it — the same `parse_line` live ingest uses.
 
 Order is the only clock of a paste without timestamps: a line without its own time gets
-the time of the last stamped line before it plus one microsecond per line, or, before any
-stamped line, `received` minus one millisecond per line still to come, so times never go
-backwards through the document.
+the time of the last stamped line before it plus one microsecond per line, or, before the
+first stamped line (`received` when none is), that time minus one millisecond per line
+still to come, so times never go backwards through the document.
 """
 
 from __future__ import annotations
@@ -138,14 +138,16 @@ def read_lines(raw_lines: Sequence[str], *, host: str | None = None, hosts: Sequ
     stripped = [_strip(raw) for raw in raw_lines]
     stamps = [_stamp(text, found, received) for text, found in stripped]
     lines: list[Line] = []
+    first = next((i for i, (stamp, _) in enumerate(stamps) if stamp is not None), len(raw_lines))
+    anchor = stamps[first][0] if first < len(raw_lines) else received
     last: datetime | None = None
     for index, (raw, (text, found), (stamp, header_host)) in enumerate(zip(raw_lines, stripped, stamps)):
         if stamp is not None and (last is None or stamp >= last):
             time, stamped = stamp, True
         elif last is not None:
             time, stamped = last + timedelta(microseconds=1), False
-        else:
-            time, stamped = received - timedelta(milliseconds=len(raw_lines) - index), False
+        else:  # before the first stamped line: count back from it
+            time, stamped = anchor - timedelta(milliseconds=first - index), False
         last = time
         nccl = _NCCL_PREFIX.match(text)
         rank = found.get("rank") or found.get("task")

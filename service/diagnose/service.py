@@ -22,7 +22,7 @@ from faultgraph.attribution import engine
 from faultgraph.attribution.cluster import ClusterSnapshot
 from faultgraph.attribution.placement import Placement
 from faultgraph.ingest import paste
-from faultgraph.service.diagnose.models import DiagnoseBody, DiagnoseBodyAdapter
+from faultgraph.service.diagnose.models import DiagnoseBody, DiagnoseBodyAdapter  # noqa: F401  (the CLI validates with it)
 from faultgraph.service.events.service import BodyError, format_time
 
 JOB_ID = "pasted-job"
@@ -110,7 +110,7 @@ def _from_engine(drafts: Sequence[engine.Draft]) -> list[reasoning.Finding]:
         root = draft.root_cause
         if not root.get("component") or root["category"] == "unknown" or root["component"] == paste.UNNAMED_HOST:
             continue
-        found.append(reasoning.Finding(place=root["component"], cause=root["cause"], score=0.3 + root["confidence"],
+        found.append(reasoning.Finding(place=root["component"], cause=root["cause"], score=0.6 * root["confidence"],
                                       rule="engine", lines=[_line_no(i) for i in root["evidence"]],
                                       explanation=root["explanation"], action=draft.action.get("detail", "")))
     return found
@@ -146,7 +146,9 @@ def _incident(finding: reasoning.Finding, ranked: Sequence[reasoning.Finding], r
     total = sum(f.score for f in ranked) or 1.0
     cited = sorted(set(finding.lines))
     by_index = {line.index: line for line in read.lines}
-    first = min((by_index[i].time for i in cited if i in by_index), default=None)
+    # A paste without timestamps has no clock: its synthesised times keep the order but
+    # say nothing about when, so only the lines' own times open an incident.
+    first = min((by_index[i].time for i in cited if i in by_index and by_index[i].stamped), default=None)
     symptoms = [e for e in events if e["kind"] in ("nccl_timeout", "nccl_error")]
     named_hosts = {line.host for line in read.lines if line.host and line.host != paste.UNNAMED_HOST}
     missing = list(finding.missing)
