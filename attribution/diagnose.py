@@ -37,6 +37,7 @@ RULES_FILE = Path(__file__).with_name("diagnose.toml")
 @dataclass(frozen=True)
 class Signature:
     id: str
+    keywords: tuple[str, ...]
     regex: re.Pattern[str]
     cause: str
     place: str
@@ -51,6 +52,7 @@ class Signature:
 class Rules:
     signatures: tuple[Signature, ...]
     stack: dict[str, tuple[str, ...]]
+    keywords: re.Pattern[str]  # every signature's keywords in one search: most lines hold none
 
 
 @dataclass
@@ -82,10 +84,11 @@ def rules() -> Rules:
             raise ValueError(f"diagnose.toml {s['id']}: cause {s['cause']!r} is not a SPEC §6 cause")
         if s["place"] not in ("host", "gpu", "peer"):
             raise ValueError(f"diagnose.toml {s['id']}: place {s['place']!r} is not host, gpu or peer")
-        signatures.append(Signature(id=s["id"], regex=re.compile(s["regex"]), cause=s["cause"], place=s["place"],
+        signatures.append(Signature(id=s["id"], keywords=tuple(s["keyword"]), regex=re.compile(s["regex"]), cause=s["cause"], place=s["place"],
                                     weight=float(s["weight"]), meaning=s["meaning"], action=s["action"],
                                     missing=s["missing"], source=s["source"]))
-    return Rules(tuple(signatures), {name: tuple(words) for name, words in data["stack"].items()})
+    keywords = re.compile("|".join(re.escape(k) for s in signatures for k in s.keywords))
+    return Rules(tuple(signatures), {name: tuple(words) for name, words in data["stack"].items()}, keywords)
 
 
 def _host(line_host: str | None) -> str | None:
@@ -111,9 +114,12 @@ def _fill(template: str, **names: str | None) -> str:
 def signatures(lines: Sequence[Line]) -> list[Finding]:
     """Lines that on their own say what broke and where."""
     found = []
+    loaded = rules()
     for line in lines:
-        for sig in rules().signatures:
-            m = sig.regex.search(line.text)
+        if not loaded.keywords.search(line.text):
+            continue
+        for sig in loaded.signatures:
+            m = any(k in line.text for k in sig.keywords) and sig.regex.search(line.text)
             if not m:
                 continue
             groups = m.groupdict()

@@ -28,20 +28,22 @@ from faultgraph.ingest.timestamps import as_utc, split_timestamp
 
 # The host of lines that name none, when the caller gave none either.
 UNNAMED_HOST = "pasted"
-# Launcher and tool prefixes, outermost first; each may repeat. Named groups say what they give.
-_PREFIXES = (
-    re.compile(r"\x1b\[[0-9;]*m"),                              # colour codes
-    re.compile(r"\[0m "),                                       # a colour code whose ESC was lost in the paste
-    re.compile(r"\[(?P<stamp>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\]\s+"),
-    re.compile(r"\((?:\w+) pid=\d+(?:, ip=[\d.]+)?\) "),         # Ray actors
-    re.compile(r"\[(?P<default>default)(?P<local_rank>\d+)\]:"),   # torchrun --tee
-    re.compile(r"\[rank(?P<rank>\d+)\]:\s?"),                   # PyTorch >= 2.2
-    re.compile(r"\[\d+,(?P<task>\d+)\]<std(?:out|err)>:"),       # OpenMPI --tag-output
-    re.compile(r"(?P<task>\d{1,6}): "),                         # srun --label
-    re.compile(r"\[\d+\] (?=\[rank)"),                          # a pid before PyTorch's prefix
-    re.compile(r"[\w./-]+:(?=(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d )"),  # grep's file name
-    re.compile(r"(?P<host>[A-Za-z][\w.-]*\d[\w.-]*): (?=\S)"),   # pdsh / DeepSpeed's host prefix
+# Launcher and tool prefixes, outermost first; each may repeat. Named groups say what they
+# give (a trailing digit only keeps names apart inside the one alternation they form).
+_PREFIX_PATTERNS = (
+    r"\x1b\[[0-9;]*m",                                          # colour codes
+    r"\[0m ",                                                   # a colour code whose ESC was lost in the paste
+    r"\[(?P<stamp>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\]\s+",
+    r"\((?:\w+) pid=\d+(?:, ip=[\d.]+)?\) ",                      # Ray actors
+    r"\[default(?P<local_rank>\d+)\]:",                          # torchrun --tee
+    r"\[rank(?P<rank>\d+)\]:\s?",                                # PyTorch >= 2.2
+    r"\[\d+,(?P<task1>\d+)\]<std(?:out|err)>:",                   # OpenMPI --tag-output
+    r"(?P<task2>\d{1,6}): ",                                     # srun --label
+    r"\[\d+\] (?=\[rank)",                                       # a pid before PyTorch's prefix
+    r"[\w./-]+:(?=(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d )",  # grep's file name
+    r"(?P<host>[A-Za-z][\w.-]*\d[\w.-]*): (?=\S)",               # pdsh / DeepSpeed's host prefix
 )
+_PREFIX = re.compile("|".join(f"(?:{p})" for p in _PREFIX_PATTERNS))
 # NCCL's own prefix names the host and the local CUDA device: `node5:240:240 [6] `.
 _NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 _RANK_IN_TEXT = re.compile(r"\[(?:PG (?:ID )?0 (?:PG GUID 0(?:\(default_pg\))? )?)?Rank (?P<rank>\d+)\]")
@@ -103,16 +105,11 @@ class Paste:
 def _strip(raw: str) -> tuple[str, dict[str, Any]]:
     """The line without its launcher prefixes, and what they named."""
     text, found = raw.rstrip("\r\n"), {}
-    progress = True
-    while progress and text:
-        progress = False
-        for prefix in _PREFIXES:
-            m = prefix.match(text)
-            if m and m.end() > 0:
-                found.update({k: v for k, v in m.groupdict().items() if v is not None and k not in found})
-                text = text[m.end():]
-                progress = True
-                break
+    while text and (m := _PREFIX.match(text)) and m.end() > 0:
+        for name, value in m.groupdict().items():
+            if value is not None:
+                found.setdefault(name.rstrip("12"), value)
+        text = text[m.end():]
     return text, found
 
 

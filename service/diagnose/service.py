@@ -95,7 +95,8 @@ def diagnose(body: DiagnoseBody, *, received: datetime) -> dict[str, Any]:
     ranked = reasoning.rank(findings)
     if not ranked and drafts:
         ranked = [_unexplained(drafts, read)]
-    incidents = [_incident(f, ranked, read, events, job, placement) for f in ranked[:MAX_INCIDENTS]]
+    named_hosts = {line.host for line in read.lines if line.host and line.host != paste.UNNAMED_HOST}
+    incidents = [_incident(f, ranked, read, events, job, placement, named_hosts) for f in ranked[:MAX_INCIDENTS]]
     return {"incidents": incidents, "events": len(events), "unmatched": read.unmatched, "lines": len(read.lines)}
 
 
@@ -142,17 +143,17 @@ def _action(finding: reasoning.Finding, job: dict | None) -> dict[str, str | Non
 
 
 def _incident(finding: reasoning.Finding, ranked: Sequence[reasoning.Finding], read: paste.Paste,
-              events: Sequence[dict], job: dict | None, placement: Placement | None) -> dict[str, Any]:
+              events: Sequence[dict], job: dict | None, placement: Placement | None,
+              named_hosts: set[str]) -> dict[str, Any]:
     total = sum(f.score for f in ranked) or 1.0
     cited = sorted(set(finding.lines))
-    by_index = {line.index: line for line in read.lines}
+    by_index = {i: read.lines[i] for i in cited if 0 <= i < len(read.lines)}
     # A paste without timestamps has no clock: its synthesised times keep the order but
     # say nothing about when, so only the lines' own times open an incident.
     first = min((by_index[i].time for i in cited if i in by_index and by_index[i].stamped), default=None)
     symptoms = [e for e in events if e["kind"] in ("nccl_timeout", "nccl_error")]
-    named_hosts = {line.host for line in read.lines if line.host and line.host != paste.UNNAMED_HOST}
     missing = list(finding.missing)
-    if not named_hosts and not finding.place.split("/")[0] in named_hosts:
+    if not named_hosts:
         missing.append("the lines name no host: pass `host` (CLI --host) or the job's hosts so the answer can name the machine")
     kinds = {e["kind"] for e in events if _line_no(e["id"]) in cited}
     return {
