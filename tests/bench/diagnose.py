@@ -7,6 +7,9 @@ syslog lines (NCCL INFO chatter, kernel and daemon noise) with the real incident
 Prints seconds per run for the diagnosis and, measured in the same run on the same lines,
 for parsing alone (`parse_lines`, what `/v1/logs` does), and their ratio.
 Target (issue 21): 100,000 lines diagnosed in < 5 s on the 2-core shared dev machine.
+
+`--corpus` instead prints the accuracy on the real incidents of tests/data/diagnose/ per
+class (the thread's category): category right, and place right where the thread names one.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import time
+import tomllib
+from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -47,11 +52,37 @@ def paste(n: int) -> list[str]:
     return lines[:n]
 
 
+def corpus() -> None:
+    """Category and place accuracy per class on the real incidents."""
+    data = HERE.parent / "data" / "diagnose"
+    cases = tomllib.loads((data / "cases.toml").read_text())
+    tally: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # cases, category ok, places named, place ok
+    for name, spec in cases.items():
+        lines = (data / f"{name}.log").read_text().split("\n")[:-1]
+        incidents = service.diagnose({"lines": lines, "host": spec.get("host")}, received=RECEIVED)["incidents"]
+        root = incidents[0]["root_cause"] if incidents else {"category": None, "component": ""}
+        row = tally[spec["category"]]
+        row[0] += 1
+        row[1] += root["category"] == spec["category"]
+        if "place" in spec:
+            row[2] += 1
+            row[3] += spec["place"] in (root["component"] or "")
+        print(f"{name:42s} thread: {spec['category']:8s} answer: {root['category']!s:8s} at {root['component']}")
+    total = [sum(col) for col in zip(*tally.values())]
+    print("\n| class | incidents | category right | place named | place right |\n|---|---|---|---|---|")
+    for cls, (n, cat, named, place) in [*sorted(tally.items()), ("all", total)]:
+        print(f"| {cls} | {n} | {cat}/{n} ({cat / n:.0%}) | {named} | {f'{place}/{named} ({place / named:.0%})' if named else '–'} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--corpus", action="store_true", help="print the accuracy on the real incidents instead")
     args = parser.parse_args()
+    if args.corpus:
+        corpus()
+        return
     lines = paste(args.lines)
     parse_s, diagnose_s = [], []
     for _ in range(args.runs):
