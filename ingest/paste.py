@@ -60,7 +60,7 @@ _D_STATE = re.compile(r"\S+\s+D\s")  # the hung task's `name D <stack> …` summ
 _PY_FRAME = re.compile(r'\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Line:
     """One pasted line: its position, its text without launcher prefixes, and what they said."""
 
@@ -148,7 +148,7 @@ def read_lines(raw_lines: Sequence[str], *, host: str | None = None, hosts: Sequ
         last = time
         nccl = _NCCL_PREFIX.match(text)
         rank = found.get("rank") or found.get("task")
-        if rank is None and (m := _RANK_IN_TEXT.search(text)):
+        if rank is None and "Rank " in text and (m := _RANK_IN_TEXT.search(text)):
             rank = m.group("rank")
         local = found.get("local_rank") or (nccl.group("dev") if nccl else None)
         rank = int(rank) if rank is not None else None
