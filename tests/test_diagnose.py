@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from conftest import Server, start_server
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_auth import bearer, cli
 
 from faultgraph.attribution import diagnose as reasoning
@@ -233,3 +235,33 @@ def test_command_prints_the_same_answer_without_a_server(tmp_path):
     assert "NCCL WARN Cuda failure 1 'invalid argument'" in human.stdout
     missing = cli("diagnose", str(tmp_path / "nope.log"))
     assert missing.exit_code == 2 and "nope.log" in missing.output
+
+
+# ---------------------------------------------------------------- any input
+
+FRAGMENTS = [line for path in sorted(DATA.glob("*.log")) for line in path.read_text().split("\n") if line] + [
+    "Thread 0x7F (idle): \"MainThread\"", "    get (queue.py:170)", "Traceback (most recent call last):",
+    "terminate called after throwing an instance of 'x'", "INFO: task a:1 blocked for more than 120 seconds.",
+    "[rank99999999999999999999]:", "[default7]:", "12: ", "Call Trace:"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=200),
+                          st.builds(lambda a, b: a + b, st.sampled_from(FRAGMENTS), st.text(max_size=40))),
+                max_size=40),
+       st.one_of(st.none(), st.sampled_from(["node7", "ip-10-0-0-1"])))
+def test_any_paste_gets_an_answer_never_an_exception(lines, host):
+    result = answer(lines, host=host)
+    assert result["lines"] == len(lines)
+    for incident in result["incidents"]:
+        assert all(lines[q["line"] - 1].rstrip("\r\n") == q["text"] for q in incident["lines"])
+
+
+def test_odd_bodies_over_http(secured):
+    srv, made = secured
+    auth = bearer(made["reader"])
+    assert srv.client.post("/v1/diagnose", json={"lines": [None]}, headers=auth).status_code == 422
+    assert srv.client.post("/v1/diagnose", json={"lines": ["\u0000\ud7ff", "x" * 65_536]}, headers=auth).status_code == 200
+    binary = srv.client.post("/v1/diagnose", content=b"\xff\xfe\x00 CUDA error: unknown error\n",
+                             headers={**auth, "content-type": "text/plain"})
+    assert binary.status_code == 200 and binary.json()["incidents"][0]["root_cause"]["category"] == "gpu"
