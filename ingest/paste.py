@@ -1,7 +1,8 @@
 """Read a log as people paste it: a whole document, not a stream of well-formed lines.
 
 A paste mixes sources (a job's output file, a `dmesg`, a `py-spy dump` of every rank),
-carries the launchers' prefixes (`[default3]:`, `42: `, `[rank42]:`, `worker-3: `, Ray's
+carries the launchers' prefixes (`[default3]:`, `42: `, `[rank42]:`, `worker-3: `: read by
+`ingest.prefixes.strip_prefix`, as live ingest reads them) and tools' (Ray's
 `(RayWorkerWrapper pid=4009) `, grep's `messages:`), often has no timestamps at all, and
 spreads one fact over many lines (a Python traceback, a C++ `terminate called after
 throwing` block, a py-spy thread stack, a kernel hung-task trace). This module turns such
@@ -24,26 +25,22 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from faultgraph.ingest.parse import parse_line
+from faultgraph.ingest.prefixes import strip_prefix
 from faultgraph.ingest.timestamps import as_utc, split_timestamp
 
 # The host of lines that name none, when the caller gave none either.
 UNNAMED_HOST = "pasted"
-# Launcher and tool prefixes, outermost first; each may repeat. Named groups say what they
-# give (a trailing digit only keeps names apart inside the one alternation they form).
-_PREFIX_PATTERNS = (
+# Tools' prefixes that come before the launchers' (which `ingest.prefixes.strip_prefix`
+# reads): colour codes, a bracketed time, Ray's actor tag, a pid before PyTorch's prefix,
+# grep's file name before a syslog line.
+_TOOL_PREFIX = re.compile("|".join(f"(?:{p})" for p in (
     r"\x1b\[[0-9;]*m",                                          # colour codes
     r"\[0m ",                                                   # a colour code whose ESC was lost in the paste
     r"\[(?P<stamp>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\]\s+",
     r"\((?:\w+) pid=\d+(?:, ip=[\d.]+)?\) ",                      # Ray actors
-    r"\[default(?P<local_rank>\d+)\]:",                          # torchrun --tee
-    r"\[rank(?P<rank>\d+)\]:\s?",                                # PyTorch >= 2.2
-    r"\[\d+,(?P<task1>\d+)\]<std(?:out|err)>:",                   # OpenMPI --tag-output
-    r"(?P<task2>\d{1,6}): ",                                     # srun --label
     r"\[\d+\] (?=\[rank)",                                       # a pid before PyTorch's prefix
     r"[\w./-]+:(?=(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d )",  # grep's file name
-    r"(?P<host>[A-Za-z][\w.-]*\d[\w.-]*): (?=\S)",               # pdsh / DeepSpeed's host prefix
-)
-_PREFIX = re.compile("|".join(f"(?:{p})" for p in _PREFIX_PATTERNS))
+)))
 # NCCL's own prefix names the host and the local CUDA device: `node5:240:240 [6] `.
 _NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 _RANK_IN_TEXT = re.compile(r"\[(?:PG (?:ID )?0 (?:PG GUID 0(?:\(default_pg\))? )?)?Rank (?P<rank>\d+)\]")
@@ -103,14 +100,17 @@ class Paste:
 
 
 def _strip(raw: str) -> tuple[str, dict[str, Any]]:
-    """The line without its launcher prefixes, and what they named."""
+    """The line without its tools' and launchers' prefixes, and what they named."""
     text, found = raw.rstrip("\r\n"), {}
-    while text and (m := _PREFIX.match(text)) and m.end() > 0:
-        for name, value in m.groupdict().items():
-            if value is not None:
-                found.setdefault(name.rstrip("12"), value)
+    while text and (m := _TOOL_PREFIX.match(text)) and m.end() > 0:
+        if m.group("stamp") and "stamp" not in found:
+            found["stamp"] = m.group("stamp")
         text = text[m.end():]
-    return text, found
+    launched = strip_prefix(text)
+    for name in ("rank", "local_rank", "host"):
+        if getattr(launched, name) is not None:
+            found[name] = getattr(launched, name)
+    return launched.text, found
 
 
 def _stamp(text: str, found: dict[str, Any], received: datetime) -> tuple[datetime | None, str | None]:
@@ -147,10 +147,12 @@ def read_lines(raw_lines: Sequence[str], *, host: str | None = None, hosts: Sequ
             time, stamped = anchor - timedelta(milliseconds=first - index), False
         last = time
         nccl = _NCCL_PREFIX.match(text)
-        rank = found.get("rank") or found.get("task")
+        rank = found.get("rank")
         if rank is None and "Rank " in text and (m := _RANK_IN_TEXT.search(text)):
             rank = m.group("rank")
-        local = found.get("local_rank") or (nccl.group("dev") if nccl else None)
+        local = found.get("local_rank")
+        if local is None and nccl:
+            local = nccl.group("dev")
         rank = int(rank) if rank is not None else None
         named = found.get("host") or header_host or (nccl.group("host") if nccl else None)
         if named is None and rank is not None and host_of_rank is not None:
