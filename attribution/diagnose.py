@@ -139,21 +139,24 @@ def signatures(lines: Sequence[Line]) -> list[Finding]:
 
 
 def hardware(events: Iterable[dict]) -> list[Finding]:
-    """The catalogue's fault events (XIDs, SXids, AER, MCE…), on the GPU and link they name."""
+    """The catalogue's hardware events (XIDs, SXids, AER, MCE, EDAC…), on the GPU and link
+    they name: faults at their weight, lesser evidence (a corrected error) at half of it —
+    in a paste that holds nothing worse, a burst of corrected errors is still the answer."""
     found = []
     for event in events:
         signal = classify(event)
-        if signal.role != "fault":
+        if signal.role not in ("fault", "evidence") or signal.weight < 0.1:
             continue
         attrs = event.get("attrs") or {}
         host = _host(event["host"])
         place = event.get("component") or _gpu_place(host, attrs.get("local_rank"), attrs.get("pci"), event.get("rank"))
         code = f" XID {attrs['xid']}" if "xid" in attrs else f" SXid {attrs['sxid']}" if "sxid" in attrs else ""
         link = f", NVLink {attrs['link']}" if "link" in attrs else ""
-        found.append(Finding(place=place, cause=signal.cause, score=signal.weight, rule="hardware",
-                             lines=[int(event["id"].removeprefix("line-"))],
+        found.append(Finding(place=place, cause=signal.cause, score=signal.weight * (1.0 if signal.role == "fault" else 0.5),
+                             rule="hardware", lines=[int(event["id"].removeprefix("line-"))],
                              explanation=f"{event['kind']}{code}{link}: {signal.cause.replace('_', ' ')}",
-                             action=f"drain {host or 'the host'} and repair {place}"))
+                             action=f"drain {host or 'the host'} and repair {place}",
+                             missing=[] if host else ["the lines name no host: pass the host they came from"]))
     return found
 
 
@@ -288,10 +291,16 @@ def _host_of(place: str) -> str:
 
 def rank(findings: Iterable[Finding]) -> list[Finding]:
     """Findings about the same place (a host and its parts, the same rank) merged into the
-    most specific one, their weights added; most likely first."""
+    most specific one, their weights added; its cause is the one most of its lines name
+    (a generic "machine check events logged" yields to the EDAC lines that say memory).
+    Most likely first."""
     merged: dict[str, Finding] = {}
+    votes: dict[str, dict[str, list[float]]] = {}  # place key -> cause -> [lines, score]
     for finding in sorted(findings, key=lambda f: -f.score):
         key = _host_of(finding.place)
+        tally = votes.setdefault(key, {}).setdefault(finding.cause, [0.0, 0.0])
+        tally[0] += len(finding.lines) if finding.cause not in ("unknown", "nccl_watchdog") else 0
+        tally[1] += finding.score
         if key not in merged:
             merged[key] = Finding(finding.place, finding.cause, finding.score, finding.rule, list(finding.lines),
                                   finding.explanation, finding.action, list(finding.missing))
@@ -299,13 +308,12 @@ def rank(findings: Iterable[Finding]) -> list[Finding]:
         into = merged[key]
         if finding.place.count("/") > into.place.count("/") and finding.place.startswith(into.place):
             into.place = finding.place
-        if into.cause == "unknown" and finding.cause != "unknown":
-            into.cause, into.explanation, into.action = finding.cause, finding.explanation, finding.action
-        elif finding.explanation not in into.explanation and finding.rule != into.rule:
+        if finding.explanation not in into.explanation and finding.rule != into.rule:
             into.explanation = f"{into.explanation.rstrip('.')}; {finding.explanation}"
         into.score += finding.score
         into.rule = into.rule if finding.rule in into.rule else f"{into.rule}+{finding.rule}"
         into.lines = sorted(set(into.lines) | set(finding.lines))
         into.missing += [m for m in finding.missing if m not in into.missing]
+    for key, into in merged.items():
+        into.cause = max(sorted(votes[key]), key=lambda cause: tuple(votes[key][cause]))
     return sorted(merged.values(), key=lambda f: (-f.score, f.place))
-
