@@ -268,3 +268,14 @@ def test_odd_bodies_over_http(secured):
     binary = srv.client.post("/v1/diagnose", content=b"\xff\xfe\x00 CUDA error: unknown error\n",
                              headers={**auth, "content-type": "text/plain"})
     assert binary.status_code == 200 and binary.json()["incidents"][0]["root_cause"]["category"] == "gpu"
+
+
+def test_an_nvlink_xid_is_the_gpu_and_its_link():
+    # real line: leptonai/gpud components/accelerator/nvidia/xid/kmsg_test.go (GB200, dmesg monotonic time)
+    line = "[171167.620236] NVRM: Xid (PCI:0009:01:00): 149, NETIR_LINK_EVT  Fatal   XC0 i0 Link 01 (0x021425c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)"
+    top = answer([line], host="gb200-07")["incidents"][0]
+    assert top["root_cause"]["component"] == "gb200-07/pci:0009:01:00"
+    assert (top["root_cause"]["category"], top["root_cause"]["cause"]) == ("gpu", "nvlink")
+    assert "NVLink 1" in top["root_cause"]["explanation"] and top["action"] == {
+        "kind": "evict", "target": "gb200-07", "detail": "drain gb200-07 and repair gb200-07/pci:0009:01:00"}
+    assert top["opened"] is None  # dmesg's seconds since boot are not a time of day

@@ -90,7 +90,7 @@ def diagnose(body: DiagnoseBody, *, received: datetime) -> dict[str, Any]:
         *reasoning.stacks(read.blocks),
         *reasoning.hung_tasks(read.blocks),
         *reasoning.silent_ranks(events, placement),
-        *_from_engine(drafts),
+        *_from_engine(drafts, read),
     ]
     ranked = reasoning.rank(findings)
     if not ranked and drafts:
@@ -104,16 +104,20 @@ def _line_no(event_id: str) -> int:
     return int(event_id.removeprefix("line-"))
 
 
-def _from_engine(drafts: Sequence[engine.Draft]) -> list[reasoning.Finding]:
-    """The engine's roots where it found one on hardware (an XID, a NIC, a switch)."""
+def _from_engine(drafts: Sequence[engine.Draft], read: paste.Paste) -> list[reasoning.Finding]:
+    """The engine's roots where it found one on hardware (an XID, a NIC, a switch). Its
+    sentence names the time of the first evidence: kept only when that line had one."""
     found = []
     for draft in drafts:
         root = draft.root_cause
         if not root.get("component") or root["category"] == "unknown" or root["component"] == paste.UNNAMED_HOST:
             continue
+        lines = [_line_no(i) for i in root["evidence"]]
+        timed = all(read.lines[i].stamped for i in lines)
+        explanation = root["explanation"] if timed else f"{root['component']}: {root['cause'].replace('_', ' ')} ({root['kind']})"
         found.append(reasoning.Finding(place=root["component"], cause=root["cause"], score=0.6 * root["confidence"],
-                                      rule="engine", lines=[_line_no(i) for i in root["evidence"]],
-                                      explanation=root["explanation"], action=draft.action.get("detail", "")))
+                                      rule="engine", lines=lines, explanation=explanation,
+                                      action=draft.action.get("detail", "")))
     return found
 
 
