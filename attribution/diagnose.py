@@ -49,8 +49,19 @@ class Signature:
 
 
 @dataclass(frozen=True)
+class Change:
+    """A line that says the host's GPU stack changed (driver, fabric manager, packages)."""
+
+    id: str
+    regex: re.Pattern[str]
+    what: str
+    source: str
+
+
+@dataclass(frozen=True)
 class Rules:
     signatures: tuple[Signature, ...]
+    changes: tuple[Change, ...]
     stack: dict[str, tuple[str, ...]]
     keywords: re.Pattern[str]  # every signature's keywords in one search: most lines hold none
 
@@ -88,7 +99,8 @@ def rules() -> Rules:
                                     weight=float(s["weight"]), meaning=s["meaning"], action=s["action"],
                                     missing=s["missing"], source=s["source"]))
     keywords = re.compile("|".join(re.escape(k) for s in signatures for k in s.keywords))
-    return Rules(tuple(signatures), {name: tuple(words) for name, words in data["stack"].items()}, keywords)
+    changes = tuple(Change(c["id"], re.compile(c["regex"]), c["what"], c["source"]) for c in data["change"])
+    return Rules(tuple(signatures), changes, {name: tuple(words) for name, words in data["stack"].items()}, keywords)
 
 
 def _host(line_host: str | None) -> str | None:
@@ -157,6 +169,44 @@ def hardware(events: Iterable[dict]) -> list[Finding]:
                              explanation=f"{event['kind']}{code}{link}: {signal.cause.replace('_', ' ')}",
                              action=f"drain {host or 'the host'} and repair {place}",
                              missing=[] if host else ["the lines name no host: pass the host they came from"]))
+    return found
+
+
+# What a failure at a job's first collectives looks like: NCCL's own warnings and errors,
+# or a watchdog timeout in one of the first collectives (sequence numbers start at 1).
+FIRST_COLLECTIVES = 3
+
+
+def _early_failure(event: dict) -> bool:
+    attrs = event.get("attrs") or {}
+    if event["kind"] == "nccl_error":
+        return True
+    return event["kind"] == "nccl_timeout" and isinstance(attrs.get("seq"), int) and attrs["seq"] <= FIRST_COLLECTIVES
+
+
+def config_change(lines: Sequence[Line], events: Sequence[dict]) -> list[Finding]:
+    """A job whose first collectives fail after its host's driver or fabric manager
+    changed (in the same paste, earlier): the host's configuration, not its hardware."""
+    changes = [(line, change, m) for line in lines if "NVRM" in line.text or "fabric" in line.text.lower()
+               or "nvidia" in line.text or "nccl" in line.text or "cuda" in line.text
+               for change in rules().changes if (m := change.regex.search(line.text))]
+    if not changes:
+        return []
+    failures = sorted((int(e["id"].removeprefix("line-")) for e in events if _early_failure(e)))
+    found = []
+    for line, change, m in changes:
+        after = [i for i in failures if i > line.index]
+        if not after:
+            continue
+        host = _host(line.host)
+        what = change.what.format_map({k: v or "" for k, v in m.groupdict().items()})
+        place = host or "the host this ran on"
+        found.append(Finding(place=place, cause="dependency", score=0.7, rule="config_change",
+                             lines=[line.index, after[0]],
+                             explanation=f"{what} on {place}, then the job's first collectives failed: "
+                                         f"the host's configuration changed under it",
+                             action=f"reboot {place} (or reset its GPUs) so driver, fabric manager and libraries are in step, then rerun",
+                             missing=[f"no fabric manager log from {place}: check `journalctl -u nvidia-fabricmanager` there"]))
     return found
 
 

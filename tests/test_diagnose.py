@@ -279,3 +279,16 @@ def test_an_nvlink_xid_is_the_gpu_and_its_link():
     assert "NVLink 1" in top["root_cause"]["explanation"] and top["action"] == {
         "kind": "evict", "target": "gb200-07", "detail": "drain gb200-07 and repair gb200-07/pci:0009:01:00"}
     assert top["opened"] is None  # dmesg's seconds since boot are not a time of day
+
+
+def test_first_collectives_failing_after_a_driver_load_is_the_hosts_configuration():
+    # real lines from two threads put together to test the rule (not a corpus incident):
+    # NVIDIA/NVSentinel#155 (a driver load in dmesg) and NVIDIA/nccl#1488 (NVLS failing at init)
+    driver = "[ 1843.439669] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  Release Build  (dvs-builder@U22-I3-B10-02-5)  Mon Jun  2 13:13:04 UTC 2025"
+    nccl = (DATA / "nccl-1488-nvls-fabricmanager-restart.log").read_text().split("\n")[:-1]
+    top = answer([{"line": driver, "host": "node23"}, *nccl])["incidents"][0]
+    assert (top["root_cause"]["component"], top["root_cause"]["cause"]) == ("node23", "dependency")
+    assert "config_change" in top["root_cause"]["rule"] and top["lines"][0]["line"] == 1
+    assert "570.158.01" in top["root_cause"]["explanation"]
+    # the same failures before the driver load are not blamed on it
+    assert "config_change" not in answer([*nccl, {"line": driver, "host": "node23"}])["incidents"][0]["root_cause"]["rule"]

@@ -90,6 +90,7 @@ def diagnose(body: DiagnoseBody, *, received: datetime) -> dict[str, Any]:
         *reasoning.stacks(read.blocks),
         *reasoning.hung_tasks(read.blocks),
         *reasoning.silent_ranks(events, placement),
+        *reasoning.config_change(read.lines, events),
         *_from_engine(drafts, read),
     ]
     ranked = reasoning.rank(findings)
