@@ -339,31 +339,37 @@ def _host_of(place: str) -> str:
     return place.split("/", 1)[0]
 
 
-def rank(findings: Iterable[Finding]) -> list[Finding]:
+def rank(findings: Iterable[Finding], *, reasons: int = 3) -> list[Finding]:
     """Findings about the same place (a host and its parts, the same rank) merged into the
-    most specific one, their weights added; its cause is the one most of its lines name
-    (a generic "machine check events logged" yields to the EDAC lines that say memory).
-    Most likely first."""
+    most specific one, their weights added, their first `reasons` explanations kept; its
+    cause is the one most of its lines name (a generic "machine check events logged"
+    yields to the EDAC lines that say memory). Most likely first."""
     merged: dict[str, Finding] = {}
     votes: dict[str, dict[str, list[float]]] = {}  # place key -> cause -> [lines, score]
+    cited: dict[str, set[int]] = {}
+    said: dict[str, list[str]] = {}
     for finding in sorted(findings, key=lambda f: -f.score):
         key = _host_of(finding.place)
         tally = votes.setdefault(key, {}).setdefault(finding.cause, [0.0, 0.0])
         tally[0] += len(finding.lines) if finding.cause not in ("unknown", "nccl_watchdog") else 0
         tally[1] += finding.score
+        cited.setdefault(key, set()).update(finding.lines)
         if key not in merged:
-            merged[key] = Finding(finding.place, finding.cause, finding.score, finding.rule, list(finding.lines),
+            merged[key] = Finding(finding.place, finding.cause, finding.score, finding.rule, [],
                                   finding.explanation, finding.action, list(finding.missing))
+            said[key] = [finding.explanation]
             continue
         into = merged[key]
         if finding.place.count("/") > into.place.count("/") and finding.place.startswith(into.place):
             into.place = finding.place
-        if finding.explanation not in into.explanation and finding.rule != into.rule:
-            into.explanation = f"{into.explanation.rstrip('.')}; {finding.explanation}"
+        if len(said[key]) < reasons and finding.explanation not in said[key] and finding.rule not in into.rule:
+            said[key].append(finding.explanation)
         into.score += finding.score
-        into.rule = into.rule if finding.rule in into.rule else f"{into.rule}+{finding.rule}"
-        into.lines = sorted(set(into.lines) | set(finding.lines))
+        if finding.rule not in into.rule:
+            into.rule = f"{into.rule}+{finding.rule}"
         into.missing += [m for m in finding.missing if m not in into.missing]
     for key, into in merged.items():
         into.cause = max(sorted(votes[key]), key=lambda cause: tuple(votes[key][cause]))
+        into.lines = sorted(cited[key])
+        into.explanation = "; ".join(text.rstrip(".") for text in said[key])
     return sorted(merged.values(), key=lambda f: (-f.score, f.place))
