@@ -53,6 +53,7 @@ class Change:
     """A line that says the host's GPU stack changed (driver, fabric manager, packages)."""
 
     id: str
+    keywords: tuple[str, ...]
     regex: re.Pattern[str]
     what: str
     source: str
@@ -62,6 +63,7 @@ class Change:
 class Rules:
     signatures: tuple[Signature, ...]
     changes: tuple[Change, ...]
+    change_keywords: re.Pattern[str]
     stack: dict[str, tuple[str, ...]]
     keywords: re.Pattern[str]  # every signature's keywords in one search: most lines hold none
 
@@ -99,8 +101,11 @@ def rules() -> Rules:
                                     weight=float(s["weight"]), meaning=s["meaning"], action=s["action"],
                                     missing=s["missing"], source=s["source"]))
     keywords = re.compile("|".join(re.escape(k) for s in signatures for k in s.keywords))
-    changes = tuple(Change(c["id"], re.compile(c["regex"]), c["what"], c["source"]) for c in data["change"])
-    return Rules(tuple(signatures), changes, {name: tuple(words) for name, words in data["stack"].items()}, keywords)
+    changes = tuple(Change(c["id"], tuple(c["keyword"]), re.compile(c["regex"]), c["what"], c["source"])
+                    for c in data["change"])
+    change_keywords = re.compile("|".join(re.escape(k) for c in changes for k in c.keywords))
+    return Rules(tuple(signatures), changes, change_keywords,
+                 {name: tuple(words) for name, words in data["stack"].items()}, keywords)
 
 
 def _host(line_host: str | None) -> str | None:
@@ -187,9 +192,9 @@ def _early_failure(event: dict) -> bool:
 def config_change(lines: Sequence[Line], events: Sequence[dict]) -> list[Finding]:
     """A job whose first collectives fail after its host's driver or fabric manager
     changed (in the same paste, earlier): the host's configuration, not its hardware."""
-    changes = [(line, change, m) for line in lines if "NVRM" in line.text or "fabric" in line.text.lower()
-               or "nvidia" in line.text or "nccl" in line.text or "cuda" in line.text
-               for change in rules().changes if (m := change.regex.search(line.text))]
+    loaded = rules()
+    changes = [(line, change, m) for line in lines if loaded.change_keywords.search(line.text)
+               for change in loaded.changes if (m := change.regex.search(line.text))]
     if not changes:
         return []
     failures = sorted((int(e["id"].removeprefix("line-")) for e in events if _early_failure(e)))

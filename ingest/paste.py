@@ -11,9 +11,10 @@ order) and `Block`s (the multi-line facts), and every line into the events the c
 parsers make of it — the same `parse_line` live ingest uses.
 
 Order is the only clock of a paste without timestamps: a line without its own time gets
-the time of the last stamped line before it plus one microsecond per line, or, before the
-first stamped line (`received` when none is), that time minus one millisecond per line
-still to come, so times never go backwards through the document.
+the time of the nearest stamped line before it plus one microsecond per line, or, before
+the first stamped line (`received` when none is), that time minus one millisecond per line
+still to come. Times are read on first use: parsing a large paste reads only those of the
+lines that decide something.
 """
 
 from __future__ import annotations
@@ -57,18 +58,78 @@ _D_STATE = re.compile(r"\S+\s+D\s")  # the hung task's `name D <stack> …` summ
 _PY_FRAME = re.compile(r'\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 
 
-@dataclass(frozen=True, slots=True)
 class Line:
-    """One pasted line: its position, its text without launcher prefixes, and what they said."""
+    """One pasted line: its position, its text without launcher prefixes, what they said,
+    and (read on first use, see `_Clock`) its time and the host its syslog header names."""
 
-    index: int
-    raw: str
-    text: str
-    time: datetime
-    stamped: bool  # the time is the line's own, not synthesised from its position
-    host: str | None = None
-    rank: int | None = None
-    local_rank: int | None = None
+    __slots__ = ("index", "raw", "text", "rank", "local_rank", "stream", "_clock", "default_host")
+
+    def __init__(self, index: int, raw: str, text: str, rank: int | None, local_rank: int | None,
+                 named_host: str | None, fallback_host: str | None, clock: _Clock) -> None:
+        self.index, self.raw, self.text = index, raw, text
+        self.rank, self.local_rank = rank, local_rank
+        self.stream = (named_host, rank, local_rank)  # what the line itself says of its process
+        self.default_host, self._clock = fallback_host, clock
+
+    @property
+    def time(self) -> datetime:
+        return self._clock.time(self.index)[0]
+
+    @property
+    def stamped(self) -> bool:
+        """The time is the line's own, not synthesised from its position."""
+        return self._clock.time(self.index)[1]
+
+    @property
+    def host(self) -> str | None:
+        """The host the line names (launcher prefix, then syslog header), else the caller's."""
+        return self.stream[0] or self._clock.own(self.index)[1] or self.default_host
+
+    def __repr__(self) -> str:
+        return f"Line({self.index}, {self.raw!r})"
+
+
+class _Clock:
+    """Each line's own time and syslog host, read on first use: a large paste's lines are
+    mostly never asked. A line without its own time gets that of the nearest stamped line
+    before it plus 1 µs per line; before the first stamped line, that line's time minus
+    1 ms per line; in a paste with no stamp at all, `received` minus 1 ms per line to come."""
+
+    def __init__(self, texts: Sequence[str], found: Sequence[dict[str, Any]], received: datetime) -> None:
+        self.texts, self.found, self.received = texts, found, received
+        self._own: list[tuple[datetime | None, str | None] | None] = [None] * len(texts)
+        self._before: list[int | None] = [None] * len(texts)  # nearest stamped index <= i, -1: none
+        self._after: list[int | None] = [None] * len(texts)   # nearest stamped index >= i, n: none
+
+    def own(self, i: int) -> tuple[datetime | None, str | None]:
+        if self._own[i] is None:
+            self._own[i] = _stamp(self.texts[i], self.found[i], self.received)
+        return self._own[i]  # type: ignore[return-value]
+
+    def _nearest(self, i: int, step: int, memo: list[int | None], end: int) -> int:
+        walked = []
+        k = i
+        while k != end and memo[k] is None and self.own(k)[0] is None:
+            walked.append(k)
+            k += step
+        found = end if k == end else (memo[k] if memo[k] is not None else k)
+        for j in walked:
+            memo[j] = found
+        if k != end and memo[k] is None:
+            memo[k] = k
+        return found
+
+    def time(self, i: int) -> tuple[datetime, bool]:
+        stamp = self.own(i)[0]
+        if stamp is not None:
+            return stamp, True
+        before = self._nearest(i, -1, self._before, -1)
+        if before >= 0:
+            return self.own(before)[0] + timedelta(microseconds=i - before), False  # type: ignore[operator]
+        n = len(self.texts)
+        after = self._nearest(i, 1, self._after, n)
+        anchor, at = (self.own(after)[0], after) if after < n else (self.received, n)
+        return anchor - timedelta(milliseconds=at - i), False  # type: ignore[operator]
 
 
 @dataclass
@@ -127,39 +188,25 @@ def _stamp(text: str, found: dict[str, Any], received: datetime) -> tuple[dateti
 def read_lines(raw_lines: Sequence[str], *, host: str | None = None, hosts: Sequence[str | None] = (),
                host_of_rank: Callable[[int], str | None] | None = None,
                received: datetime | None = None) -> list[Line]:
-    """Lines without prefixes, each with a time that keeps the document's order. A line's
-    host is the one it names itself (launcher prefix, syslog header, NCCL prefix), else
-    the host of its rank (`host_of_rank`, from the job's placement), else `hosts[i]`,
-    else `host`."""
+    """Lines without prefixes. A line's host is the one it names itself (launcher prefix,
+    NCCL prefix, syslog header), else the host of its rank (`host_of_rank`, from the job's
+    placement), else `hosts[i]`, else `host`; its time keeps the document's order."""
     received = as_utc(received) if received else datetime.now(timezone.utc)
     stripped = [_strip(raw) for raw in raw_lines]
-    stamps = [_stamp(text, found, received) for text, found in stripped]
+    clock = _Clock([text for text, _ in stripped], [found for _, found in stripped], received)
     lines: list[Line] = []
-    first = next((i for i, (stamp, _) in enumerate(stamps) if stamp is not None), len(raw_lines))
-    anchor = stamps[first][0] if first < len(raw_lines) else received
-    last: datetime | None = None
-    for index, (raw, (text, found), (stamp, header_host)) in enumerate(zip(raw_lines, stripped, stamps)):
-        if stamp is not None and (last is None or stamp >= last):
-            time, stamped = stamp, True
-        elif last is not None:
-            time, stamped = last + timedelta(microseconds=1), False
-        else:  # before the first stamped line: count back from it
-            time, stamped = anchor - timedelta(milliseconds=first - index), False
-        last = time
+    for index, (raw, (text, found)) in enumerate(zip(raw_lines, stripped)):
         nccl = _NCCL_PREFIX.match(text)
         rank = found.get("rank")
         if rank is None and "Rank " in text and (m := _RANK_IN_TEXT.search(text)):
-            rank = m.group("rank")
+            rank = int(m.group("rank"))
         local = found.get("local_rank")
         if local is None and nccl:
-            local = nccl.group("dev")
-        rank = int(rank) if rank is not None else None
-        named = found.get("host") or header_host or (nccl.group("host") if nccl else None)
-        if named is None and rank is not None and host_of_rank is not None:
-            named = host_of_rank(rank)
-        lines.append(Line(index=index, raw=raw.rstrip("\r\n"), text=text, time=time, stamped=stamped,
-                          host=named or (hosts[index] if index < len(hosts) else None) or host, rank=rank,
-                          local_rank=int(local) if local is not None else None))
+            local = int(nccl.group("dev"))
+        named = found.get("host") or (nccl.group("host") if nccl else None)
+        fallback = (host_of_rank(rank) if rank is not None and host_of_rank is not None else None) \
+            or (hosts[index] if index < len(hosts) else None) or host
+        lines.append(Line(index, raw.rstrip("\r\n"), text, rank, local, named, fallback, clock))
     return lines
 
 
@@ -248,7 +295,7 @@ def find_blocks(lines: Sequence[Line]) -> list[Block]:
     blocks: list[Block] = []
     by_rank: dict[tuple, list[Line]] = {}
     for line in lines:
-        by_rank.setdefault((line.host, line.rank, line.local_rank), []).append(line)
+        by_rank.setdefault(line.stream, []).append(line)
     for stream in by_rank.values():
         process: dict[str, Any] = {}
         i = 0
@@ -283,12 +330,15 @@ def read(raw_lines: Iterable[str], *, host: str | None = None, hosts: Sequence[s
     events: list[dict[str, Any]] = []
     unmatched = 0
     for line in lines:
-        event = parse_line(line.text, host=line.host or UNNAMED_HOST, source=source, received=line.time)
+        # the document's receipt time stands for "no time of its own": only the lines that
+        # make events are then given their place in the document's order
+        event = parse_line(line.text, host=line.stream[0] or line.default_host or UNNAMED_HOST,
+                           source=source, received=received)
         if event is None:
             unmatched += 1
             continue
         event["id"] = f"line-{line.index}"
-        if not line.stamped:
+        if event["time"] == received:
             event["time"] = line.time
         if event.get("rank") is None and line.rank is not None:
             event["rank"] = line.rank

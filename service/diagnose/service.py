@@ -96,7 +96,9 @@ def diagnose(body: DiagnoseBody, *, received: datetime) -> dict[str, Any]:
     ranked = reasoning.rank(findings)
     if not ranked and drafts:
         ranked = [_unexplained(drafts, read)]
-    named_hosts = {line.host for line in read.lines if line.host and line.host != paste.UNNAMED_HOST}
+    # the hosts the paste names: its events' (syslog headers included) and its prefixes'
+    named_hosts = {e["host"] for e in events} | {line.stream[0] for line in read.lines if line.stream[0]}
+    named_hosts.discard(paste.UNNAMED_HOST)
     incidents = [_incident(f, ranked, read, events, job, placement, named_hosts) for f in ranked[:MAX_INCIDENTS]]
     return {"incidents": incidents, "events": len(events), "unmatched": read.unmatched, "lines": len(read.lines)}
 
@@ -125,7 +127,7 @@ def _from_engine(drafts: Sequence[engine.Draft], read: paste.Paste) -> list[reas
 def _unexplained(drafts: Sequence[engine.Draft], read: paste.Paste) -> reasoning.Finding:
     """Symptoms only (timeouts, NCCL errors) with nothing that says why."""
     members = [_line_no(item.id) for draft in drafts for item in draft.members]
-    hosts = sorted({line.host for line in read.lines if line.host and line.host != paste.UNNAMED_HOST})
+    hosts = sorted({item.event["host"] for draft in drafts for item in draft.members} - {paste.UNNAMED_HOST})
     where = f" from {', '.join(hosts[:8])}" if hosts else ""
     return reasoning.Finding(place=hosts[0] if len(hosts) == 1 else "the job", cause="nccl_watchdog", score=0.1,
                             rule="symptoms_only", lines=members[:20],
