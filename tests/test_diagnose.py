@@ -292,3 +292,14 @@ def test_first_collectives_failing_after_a_driver_load_is_the_hosts_configuratio
     assert "570.158.01" in top["root_cause"]["explanation"]
     # the same failures before the driver load are not blamed on it
     assert "config_change" not in answer([*nccl, {"line": driver, "host": "node23"}])["incidents"][0]["root_cause"]["rule"]
+
+
+def test_the_odd_stack_out_of_a_py_spy_dump_of_many_processes():
+    # real py-spy 0.4.3 output of four staged processes (tests/data/diagnose/pyspy/make_dump.py):
+    # three wait in a barrier, one on an empty data queue
+    lines = (DATA / "pyspy" / "four-ranks.txt").read_text().split("\n")[:-1]
+    top = answer(lines, host="node3")["incidents"][0]
+    assert (top["root_cause"]["component"], top["root_cause"]["cause"]) == ("node3/pid20453", "software_bug")
+    assert "while 3 other process(es) sit in a collective" in top["root_cause"]["explanation"]
+    assert top["lines"][0]["text"] == 'Thread 20453 (idle): "MainThread"' and top["missing"] == []
+    assert len(answer(lines, host="node3")["incidents"]) == 1  # the three alike are not suspects

@@ -26,6 +26,8 @@ from faultgraph.service.diagnose.models import DiagnoseBody, DiagnoseBodyAdapter
 from faultgraph.service.events.service import BodyError, format_time
 
 JOB_ID = "pasted-job"
+# Places that name no machine: the answer then says how to give it one.
+UNPLACED = ("rank", "pci:", "pid ", "the ", "this ")
 MAX_INCIDENTS = 5
 
 
@@ -138,7 +140,7 @@ def _unexplained(drafts: Sequence[engine.Draft], read: paste.Paste) -> reasoning
 
 
 def _action(finding: reasoning.Finding, job: dict | None) -> dict[str, str | None]:
-    host = finding.place.split("/", 1)[0] if not finding.place.startswith(("rank", "pci:", "pid ", "the ")) else None
+    host = finding.place.split("/", 1)[0] if not finding.place.startswith(UNPLACED) else None
     if finding.category in ("gpu", "host") or (finding.cause == "dependency" and host and finding.rule != "odd_stack"):
         kind = "evict"
     elif finding.category == "network":
@@ -160,7 +162,7 @@ def _incident(finding: reasoning.Finding, ranked: Sequence[reasoning.Finding], r
     first = min((by_index[i].time for i in cited if i in by_index and by_index[i].stamped), default=None)
     symptoms = [e for e in events if e["kind"] in ("nccl_timeout", "nccl_error")]
     missing = list(finding.missing)
-    if not named_hosts:
+    if finding.place.startswith(UNPLACED):
         missing.append("the lines name no host: pass `host` (CLI --host) or the job's hosts so the answer can name the machine")
     kinds = {e["kind"] for e in events if _line_no(e["id"]) in cited}
     return {
