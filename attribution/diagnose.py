@@ -24,7 +24,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.classify import classify
@@ -197,7 +196,7 @@ def config_change(lines: Sequence[Line], events: Sequence[dict]) -> list[Finding
                for change in loaded.changes if (m := change.regex.search(line.text))]
     if not changes:
         return []
-    failures = sorted((int(e["id"].removeprefix("line-")) for e in events if _early_failure(e)))
+    failures = sorted(int(e["id"].removeprefix("line-")) for e in events if _early_failure(e))
     found = []
     for line, change, m in changes:
         after = [i for i in failures if i > line.index]

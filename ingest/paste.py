@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from faultgraph.ingest.parse import parse_line
@@ -62,7 +62,7 @@ class Line:
     """One pasted line: its position, its text without launcher prefixes, what they said,
     and (read on first use, see `_Clock`) its time and the host its syslog header names."""
 
-    __slots__ = ("index", "raw", "text", "rank", "local_rank", "stream", "_clock", "default_host")
+    __slots__ = ("_clock", "default_host", "index", "local_rank", "rank", "raw", "stream", "text")
 
     def __init__(self, index: int, raw: str, text: str, rank: int | None, local_rank: int | None,
                  named_host: str | None, fallback_host: str | None, clock: _Clock) -> None:
@@ -179,7 +179,7 @@ def _stamp(text: str, found: dict[str, Any], received: datetime) -> tuple[dateti
     time, header_host, _ = split_timestamp(text, received=received)
     if "stamp" in found:
         try:
-            time = datetime.fromisoformat(found["stamp"].replace(",", ".")).replace(tzinfo=timezone.utc)
+            time = datetime.fromisoformat(found["stamp"].replace(",", ".")).replace(tzinfo=UTC)
         except ValueError:
             pass
     return time, header_host
@@ -191,7 +191,7 @@ def read_lines(raw_lines: Sequence[str], *, host: str | None = None, hosts: Sequ
     """Lines without prefixes. A line's host is the one it names itself (launcher prefix,
     NCCL prefix, syslog header), else the host of its rank (`host_of_rank`, from the job's
     placement), else `hosts[i]`, else `host`; its time keeps the document's order."""
-    received = as_utc(received) if received else datetime.now(timezone.utc)
+    received = as_utc(received) if received else datetime.now(UTC)
     stripped = [_strip(raw) for raw in raw_lines]
     clock = _Clock([text for text, _ in stripped], [found for _, found in stripped], received)
     lines: list[Line] = []
@@ -325,7 +325,7 @@ def read(raw_lines: Iterable[str], *, host: str | None = None, hosts: Sequence[s
     """The document read: lines, blocks, and one event per line a catalogue rule matches
     (id `line-<index>`, so an incident can quote the lines that decided it)."""
     raw = list(raw_lines)
-    received = as_utc(received) if received else datetime.now(timezone.utc)
+    received = as_utc(received) if received else datetime.now(UTC)
     lines = read_lines(raw, host=host, hosts=hosts, host_of_rank=host_of_rank, received=received)
     events: list[dict[str, Any]] = []
     unmatched = 0

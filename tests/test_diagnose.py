@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 from conftest import Server, start_server
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from test_auth import bearer, cli
-
 from faultgraph.attribution import diagnose as reasoning
 from faultgraph.ingest import paste
 from faultgraph.service import store
 from faultgraph.service.auth import service as tokens
 from faultgraph.service.diagnose import service
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_auth import bearer, cli
 
 DATA = Path(__file__).parent / "data" / "diagnose"
 CASES = tomllib.loads((DATA / "cases.toml").read_text())

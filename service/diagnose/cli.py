@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from faultgraph.service.diagnose import service
+from faultgraph.service.diagnose.models import DiagnoseBodyAdapter
+from faultgraph.service.events.service import BodyError
 from rich.console import Console
 from rich.markup import escape
-
-from faultgraph.service.diagnose import service
-from faultgraph.service.events.service import BodyError
 
 console = Console() if sys.stdout.isatty() else Console(width=160)
 CATEGORY_STYLE = {"gpu": "bold red", "host": "magenta", "network": "blue", "software": "green",
@@ -42,7 +42,7 @@ def diagnose(
     if job_hosts:
         body["job"] = {"hosts": [h.strip() for h in job_hosts.split(",") if h.strip()], "gpus_per_host": gpus_per_host}
     try:
-        checked = service.DiagnoseBodyAdapter.validate_python(body)
+        checked = DiagnoseBodyAdapter.validate_python(body)
         answer = service.diagnose(checked, received=datetime.now(UTC))
     except BodyError as exc:
         raise typer.BadParameter(str(exc)) from None

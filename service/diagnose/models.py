@@ -1,11 +1,10 @@
 """The shape of a `POST /v1/diagnose` body (SPEC §5 "Diagnosing pasted logs")."""
 
-from typing import Annotated
-
-from pydantic import Field, StringConstraints, TypeAdapter
-from typing_extensions import NotRequired, TypedDict
+from typing import Annotated, NotRequired
 
 from faultgraph.service.events.models import Host, Name
+from pydantic import Field, StringConstraints, TypeAdapter
+from typing_extensions import TypedDict
 
 Text = Annotated[str, StringConstraints(max_length=65_536)]
 
