@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+
 from faultgraph.service.diagnose import service
 from faultgraph.service.diagnose.models import DiagnoseBodyAdapter
 from faultgraph.service.events.service import BodyError
-from rich.console import Console
-from rich.markup import escape
 
 console = Console() if sys.stdout.isatty() else Console(width=160)
 CATEGORY_STYLE = {"gpu": "bold red", "host": "magenta", "network": "blue", "software": "green",

@@ -2,9 +2,10 @@
 
 from typing import Annotated, NotRequired
 
-from faultgraph.service.events.models import Host, Name
 from pydantic import Field, StringConstraints, TypeAdapter
 from typing_extensions import TypedDict
+
+from faultgraph.service.events.models import Host, Name
 
 Text = Annotated[str, StringConstraints(max_length=65_536)]
 

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from faultgraph.attribution import diagnose as reasoning
 from faultgraph.attribution import engine
 from faultgraph.attribution.cluster import ClusterSnapshot
@@ -22,7 +24,6 @@ from faultgraph.attribution.placement import Placement
 from faultgraph.ingest import paste
 from faultgraph.service.diagnose.models import DiagnoseBody, DiagnoseBodyAdapter
 from faultgraph.service.events.service import BodyError, format_time
-from pydantic import ValidationError
 
 JOB_ID = "pasted-job"
 # Places that name no machine: the answer then says how to give it one.

@@ -5,12 +5,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
 from faultgraph.service.auth.dependencies import bearer
 from faultgraph.service.diagnose import service
 from faultgraph.service.diagnose.models import DiagnoseBodyAdapter
 from faultgraph.service.events.service import BodyError
 from faultgraph.service.http import read_body, request_body
-from starlette.concurrency import run_in_threadpool
 
 router = APIRouter(prefix="/v1", tags=["diagnose"])
 
