@@ -26,8 +26,9 @@ from functools import cache
 from pathlib import Path
 
 from faultgraph.attribution.causes import category_of
-from faultgraph.attribution.classify import classify
+from faultgraph.attribution.classify import SEVERITY_WEIGHT, classify
 from faultgraph.attribution.placement import Placement
+from faultgraph.ingest import catalogue
 from faultgraph.ingest.paste import UNNAMED_HOST, Block, Line
 
 RULES_FILE = Path(__file__).with_name("diagnose.toml")
@@ -211,6 +212,34 @@ def config_change(lines: Sequence[Line], events: Sequence[dict]) -> list[Finding
                                          f"the host's configuration changed under it",
                              action=f"reboot {place} (or reset its GPUs) so driver, fabric manager and libraries are in step, then rerun",
                              missing=[f"no fabric manager log from {place}: check `journalctl -u nvidia-fabricmanager` there"]))
+    return found
+
+
+# An XID line whose bus id the paster elided or cut (`PCI:...`, `PCI:0000:...`): the
+# catalogue's rule wants a whole address, so the code alone has to say what happened.
+_ELIDED_XID = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[^)]*)\):? (?P<xid>\d+)")
+_LINK = re.compile(r"[Ll]ink (?P<link>\d+)")
+
+
+def elided_xids(lines: Sequence[Line], parsed: set[int]) -> list[Finding]:
+    """XIDs the parsers could not read for an elided bus id: the XID catalogue's cause and
+    severity, on the host (and link) the line names."""
+    found = []
+    for line in lines:
+        if line.index in parsed or "Xid" not in line.text or not (m := _ELIDED_XID.search(line.text)):
+            continue
+        entry = catalogue.xid(int(m.group("xid")))
+        if entry is None or entry.severity in ("info", "debug"):
+            continue
+        host = _host(line.host)
+        link = _LINK.search(line.text[m.end():])
+        where = f", NVLink {link.group('link')}" if link and entry.cause == "nvlink" else ""
+        found.append(Finding(place=host or "the GPU this ran on", cause=entry.cause,
+                             score=SEVERITY_WEIGHT.get(entry.severity, 0.6) * (1.0 if entry.interrupts else 0.5),
+                             rule="elided_xid", lines=[line.index],
+                             explanation=f"XID {entry.code} ({entry.name}){where} on a GPU whose bus id the paste elides",
+                             action=f"drain {host or 'the host'}; find the GPU with `nvidia-smi -q` or the full `dmesg` line",
+                             missing=[f"the bus id is elided: check `dmesg | grep Xid` on {host or 'the host'} for the full PCI address of the GPU"]))
     return found
 
 

@@ -304,3 +304,15 @@ def test_the_odd_stack_out_of_a_py_spy_dump_of_many_processes():
     assert "while 3 other process(es) sit in a collective" in top["root_cause"]["explanation"]
     assert top["lines"][0]["text"] == 'Thread 20453 (idle): "MainThread"' and top["missing"] == []
     assert len(answer(lines, host="node3")["incidents"]) == 1  # the three alike are not suspects
+
+
+def test_an_xid_whose_bus_id_was_elided_still_names_the_fault():
+    # derived, and labelled so: the real NVIDIA/DCGM DcgmKmsgReaderTests line
+    # "NVRM: Xid (PCI:0000:2a:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus"
+    # with its bus id elided the way people paste it (`PCI:...`)
+    elided = "NVRM: Xid (PCI:...): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus"
+    result = answer([elided], host="node7")
+    top = result["incidents"][0]
+    assert result["events"] == 0  # the catalogue wants a whole bus id
+    assert (top["root_cause"]["component"], top["root_cause"]["cause"]) == ("node7", "gpu_fell_off_bus")
+    assert any("full PCI address" in hint for hint in top["missing"])

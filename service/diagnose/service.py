@@ -89,6 +89,7 @@ def diagnose(body: DiagnoseBody, *, received: datetime) -> dict[str, Any]:
     findings = [
         *reasoning.signatures(read.lines),
         *reasoning.hardware(events),
+        *reasoning.elided_xids(read.lines, {_line_no(e["id"]) for e in events}),
         *reasoning.stacks(read.blocks),
         *reasoning.hung_tasks(read.blocks),
         *reasoning.silent_ranks(events, placement),
