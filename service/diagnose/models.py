@@ -21,8 +21,8 @@ class PastedLine(TypedDict):
 class PastedJob(TypedDict):
     """Where the job's ranks ran (SPEC §4 placement), so a rank can be named as a GPU."""
 
-    hosts: Annotated[list[Host], Field(min_length=1, max_length=100_000)]
-    gpus_per_host: NotRequired[Annotated[int, Field(ge=1, le=1024)]]
+    hosts: Annotated[list[Host], Field(min_length=1, max_length=32_768)]
+    gpus_per_host: NotRequired[Annotated[int, Field(ge=1, le=64)]]
     id: NotRequired[Name]
     parallelism: NotRequired[dict[str, int | str]]
 
