@@ -189,8 +189,9 @@ def read_lines(raw_lines: Sequence[str], *, host: str | None = None, hosts: Sequ
                host_of_rank: Callable[[int], str | None] | None = None,
                received: datetime | None = None) -> list[Line]:
     """Lines without prefixes. A line's host is the one it names itself (launcher prefix,
-    NCCL prefix, syslog header), else the host of its rank (`host_of_rank`, from the job's
-    placement), else `hosts[i]`, else `host`; its time keeps the document's order."""
+    NCCL prefix, syslog header), else the one the caller gave for it (`hosts[i]`), else
+    the host of its rank (`host_of_rank`, from the job's placement), else `host`; its time
+    keeps the document's order."""
     received = as_utc(received) if received else datetime.now(UTC)
     stripped = [_strip(raw) for raw in raw_lines]
     clock = _Clock([text for text, _ in stripped], [found for _, found in stripped], received)
@@ -204,8 +205,8 @@ def read_lines(raw_lines: Sequence[str], *, host: str | None = None, hosts: Sequ
         if local is None and nccl:
             local = int(nccl.group("dev"))
         named = found.get("host") or (nccl.group("host") if nccl else None)
-        fallback = (host_of_rank(rank) if rank is not None and host_of_rank is not None else None) \
-            or (hosts[index] if index < len(hosts) else None) or host
+        fallback = (hosts[index] if index < len(hosts) else None) \
+            or (host_of_rank(rank) if rank is not None and host_of_rank is not None else None) or host
         lines.append(Line(index, raw.rstrip("\r\n"), text, rank, local, named, fallback, clock))
     return lines
 
