@@ -423,6 +423,10 @@ from faultgraph.service.oncall_cli import register as register_oncall  # noqa: E
 
 register_oncall(app)
 
+from faultgraph.service.diagnose.cli import register as register_diagnose  # noqa: E402  (diagnose FILE…)
+
+register_diagnose(app)
+
 
 if __name__ == "__main__":
     app()
