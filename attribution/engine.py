@@ -69,6 +69,7 @@ class Draft:
     action: dict = field(default_factory=dict)
     interruption: dict = field(default_factory=dict)
     planned: bool = False
+    type: str = "interruption"  # SPEC §5: interruption, degradation or fault
 
     @property
     def symptoms(self) -> int:

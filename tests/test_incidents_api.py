@@ -73,6 +73,11 @@ def test_two_jobs_two_incidents_and_filters(client):
     rest = client.get("/v1/incidents", params={"limit": 1, "cursor": page["next"]}).json()
     assert rest["incidents"][0]["id"] != page["incidents"][0]["id"] and rest["next"] is None
     assert client.get("/v1/incidents", params={"category": "nonsense"}).status_code == 400
+    assert {i["type"] for i in incidents} == {"interruption"}
+    assert len(client.get("/v1/incidents", params={"type": "interruption"}).json()["incidents"]) == 2
+    assert client.get("/v1/incidents", params={"type": "fault,degradation"}).json()["incidents"] == []
+    refused = client.get("/v1/incidents", params={"type": "outage"})
+    assert refused.status_code == 400 and "type" in refused.json()["detail"]
 
 
 def test_oncall_overrides_cause_and_status(client):

@@ -26,6 +26,9 @@ incidents = sa.Table(
     sa.Column("symptoms", sa.Integer, nullable=False),
     sa.Column("hosts", sa.Integer, nullable=False),
     sa.Column("planned", sa.Boolean, nullable=False),
+    # SPEC §5: `interruption` (a job stopped), `degradation` (it ran slower) or `fault`
+    # (a part needs repair, no job stopped). MTBF and the ledger count interruptions only.
+    sa.Column("type", sa.String, nullable=False, default="interruption", server_default="interruption"),
     # The engine's answer, and what on-call confirmed or overrode (statistics prefer it).
     sa.Column("root_cause", JSON, nullable=False),
     sa.Column("confirmed", JSON),
@@ -59,6 +62,7 @@ engine_state = sa.Table(
 )
 
 STATUSES = ("open", "acknowledged", "resolved")
+TYPES = ("interruption", "degradation", "fault")
 Cause = Literal[tuple(CAUSE_CATEGORY)]  # type: ignore[valid-type]
 Category = Literal[CATEGORIES]  # type: ignore[valid-type]
 
