@@ -124,7 +124,7 @@ def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: I
     Whole hosts silent point at the host; a few silent ranks on an otherwise talking host
     point at their GPUs.
     """
-    votes = [Vote(item.event["host"], item.signal.weight, "silence", item.signal.cause, [item.id]) for item in lost_hosts]
+    votes = [Vote(item.event["host"], item.signal.weight, "silence", SILENT_HOST_CAUSE, [item.id]) for item in lost_hosts]
     if placement is None:
         return votes
     reporting = {item.event.get("rank") for item in symptoms if item.event["kind"] in ("nccl_timeout", "nccl_error")}
@@ -140,10 +140,36 @@ def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: I
         by_host[placement.host_of(rank)].append(rank)
     for host, ranks in by_host.items():
         if len(ranks) == len(placement.host_ranks(host)) and len(ranks) > 1:
-            votes.append(Vote(host, 0.8, "silence"))
+            votes.append(Vote(host, 0.8, "silence", SILENT_HOST_CAUSE))
         else:
+            # A rank alone gone quiet on a host whose other ranks talk: its process stopped
+            # (a dataloader deadlock, a crash) unless hardware on its GPU says otherwise.
             for rank in ranks:
-                votes.append(Vote(placement.rank_to_gpu(rank), 0.6 / len(ranks), "silence"))
+                votes.append(Vote(placement.rank_to_gpu(rank), 0.6 / len(ranks), "silence", "software_bug"))
+    return votes
+
+
+# A whole host that went quiet without a word (its agent died with it): the host itself,
+# its board or power; `cpu` and the like win where its last lines name them.
+SILENT_HOST_CAUSE = "chassis"
+# Exceptions raised this close to the first one are the same failure seen on several ranks.
+SAME_FAILURE = timedelta(seconds=30)
+
+
+def exceptions(symptoms: Sequence[Item], placement: Placement | None) -> list[Vote]:
+    """A rank's own exception (a Python traceback: CUDA out of memory, an illegal memory
+    access, a failed assertion) is the root of the timeouts that follow on the other ranks:
+    its process died, so they waited for it. The first raisers share the blame."""
+    raised = sorted((i for i in symptoms if i.event["kind"] == "job_fail" and i.event.get("rank") is not None
+                     and i.signal.cause not in ("nccl_watchdog", "unknown")), key=lambda i: (i.time, i.id))
+    if not raised:
+        return []
+    first = [i for i in raised if i.time - raised[0].time <= SAME_FAILURE]
+    votes = []
+    for item in first:
+        rank = item.event["rank"]
+        target = (placement.rank_to_gpu(rank) if placement else None) or item.component or item.event["host"]
+        votes.append(Vote(target, 1.5 / len(first), "exception", item.signal.cause, [item.id]))
     return votes
 
 

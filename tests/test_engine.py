@@ -127,6 +127,12 @@ def test_gpu_off_the_bus_storm_is_one_incident_red_herring_ignored(cluster, topo
     assert incident.root_cause["cause"] == "gpu_fell_off_bus" and incident.root_cause["evidence"][0] == xid["id"]
     assert incident.root_cause["confidence"] > 0.8
     assert incident.action["kind"] == "evict" and "replica 10" in incident.action["detail"]
+    # one data-parallel replica (tp 8 × pp 2 = 16 GPUs) short for 4 h, against 512 GPUs × (16 min
+    # to restart + 20 min rolled back)
+    cost = incident.action["cost"]
+    assert cost["evict_gpu_hours"] == 64 and cost["restart_gpu_hours"] == pytest.approx(512 * 36 / 60, abs=0.01)
+    assert cost["inputs"]["rolled_back_minutes"] == 20 and cost["inputs"]["restart_minutes"] == 16
+    assert incident.type == "interruption"
     assert incident.symptoms == 511 and incident.interruption["gpus"] == 512
     assert incident.interruption["end"] == T0 + timedelta(minutes=16)
     assert incident.interruption["gpu_hours_lost"] == pytest.approx(512 * 36 / 60, abs=0.01)
