@@ -27,6 +27,7 @@ LOG_KINDS = (
     "gpu_xid", "gpu_ecc", "gpu_thermal", "nvlink_error", "nvswitch_error", "nic_link",
     "nic_error", "pcie_aer", "nccl_timeout", "nccl_error", "host_mce", "host_mem_ecc",
     "host_kernel", "host_oom", "host_disk", "host_power",
+    "job_fail",  # a rank's own exception: its traceback's last line
 )
 
 

@@ -60,10 +60,13 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
         match = rule.regex.search(message)
         if match:
             try:
-                return _event(rule, match, message, time or received, header_host or host,
-                              source)
+                event = _event(rule, match, message, time or received, header_host or host,
+                               source)
             except ValueError:  # a number too long for int(): not a line a driver wrote
                 continue
+            if time is None:  # the engine must not place a backfill's storm at its receipt
+                event["attrs"]["time_source"] = "received"
+            return event
     return None
 
 

@@ -41,6 +41,8 @@ incidents = sa.Table(
     sa.Column("failed_at", sa.DateTime, nullable=False),  # the interruption's start
     sa.Column("interruption_end", sa.DateTime),
     sa.Column("notes", JSON, nullable=False),
+    # Host → seconds its clock ran ahead, as the engine estimated it (attribution/clock.py).
+    sa.Column("clock_offsets", JSON),
     # The topology version the engine analysed it on (GET /v1/topology?version=N).
     sa.Column("topology_version", sa.Integer),
 )

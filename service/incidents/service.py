@@ -43,6 +43,7 @@ def row_to_incident(row: sa.Row) -> dict:
             "gpu_hours_lost": row.gpu_hours_lost,
         },
         "notes": store.json_value(row.notes),
+        "clock_offsets": store.json_value(row.clock_offsets) or {},
         "topology_version": row.topology_version,
     }
 
