@@ -14,7 +14,7 @@ vote; pick the root, its cause, the action and a sentence for the on-call engine
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -164,7 +164,7 @@ def _group(items: Sequence[Item], cluster: Cluster) -> list[Draft]:
         if item.signal.role in ("symptom", "fault", "maintenance"):
             for scope in _scopes(item, cluster, observed):
                 if clock.received_time(item.event):
-                    unplaced.append((scope, effective_time(item), item))
+                    unplaced.append((scope, item.time, item))
                 else:
                     by_scope[scope].append((effective_time(item), item))
     drafts = []
@@ -172,11 +172,12 @@ def _group(items: Sequence[Item], cluster: Cluster) -> list[Draft]:
         timed.sort(key=lambda pair: (pair[0], pair[1].id))
         job = scope.removeprefix("job:") if scope.startswith("job:") else None
         job_restarts = restarts.get(job, []) if job else []
-        # A job that reports its restarts is interrupted once per restart: its late
-        # symptoms (a job_fail half an hour after a 30-minute watchdog) still belong.
-        gap = LONG_GAP if job_restarts else GAP
         current: Draft | None = None
         for when, item in timed:
+            # A job that reports its restarts is interrupted once per restart: its late
+            # symptoms (a job_fail half an hour after a 30-minute watchdog) still belong;
+            # a hardware event that long after is a fault of its own.
+            gap = LONG_GAP if job_restarts and item.signal.role == "symptom" else GAP
             restarted = current is not None and any(current.last < r <= when for r in job_restarts)
             if current is None or when - current.last > gap or restarted:
                 current = Draft(scope=scope, job=job, start=when, last=when)
@@ -401,8 +402,9 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
     cited = [i for i in (*draft.evidence, *draft.members) if i.id in set(evidence_ids)]
     first = min(cited, key=effective_time) if cited else None
     # The failure happened at the root's first evidence when there is one, else at the hang start.
-    near = first is not None and draft.start - LOOKBACK <= effective_time(first) <= draft.last
-    failed_at = effective_time(first) if near else draft.start
+    began = min(draft.start, hung)
+    near = first is not None and began - LOOKBACK <= effective_time(first) <= draft.last
+    failed_at = effective_time(first) if near else began
     draft.interruption = _interruption(draft, lifecycle, cluster, placement, failed_at)
     cost = _cost(root, cause, draft, lifecycle, placement, failed_at)
     draft.action = _action(root, cause, draft, cluster, placement, cost)
@@ -445,45 +447,72 @@ def _would_settle(draft: Draft, ranked: list[str], placement: Placement | None) 
             "dump of their ranks.")
 
 
-def _type(draft: Draft, lifecycle: Sequence[Item]) -> str | None:
+def _type(draft: Draft, lifecycle: Sequence[Item], until: datetime | None = None) -> str | None:
     """SPEC §5: an interruption needs evidence the job stopped (its ranks' timeouts or errors,
     a job_fail, a restart); hardware that needs repair but stopped
     nothing is a fault; anything else (a link flap ridden out) is no incident."""
     if draft.planned or any(i.signal.role in ("symptom", "maintenance") or i.event["kind"] == "train_anomaly"
                             for i in draft.members):
         return "interruption"
-    if draft.job and _restarted(draft, lifecycle):
+    if draft.job and _restarted(draft, lifecycle, until):
         return "interruption"
-    repairs = [i for i in draft.members if i.signal.role == "fault" and not _ridden_out(i, draft.evidence)]
+    repairs = [i for i in draft.members if i.signal.role == "fault"]
     return "fault" if repairs else None
 
 
-def _restarted(draft: Draft, lifecycle: Sequence[Item]) -> bool:
-    """Whether the job was (re)started soon after the fault: it had stopped."""
+def _restarted(draft: Draft, lifecycle: Sequence[Item], until: datetime | None) -> bool:
+    """Whether the job was (re)started after the fault and before its next incident: it
+    had stopped."""
     return any(i.event.get("job") == draft.job and i.event["kind"] in ("job_start", "job_restart")
-               and timedelta(0) < i.time - draft.last <= LONG_GAP for i in lifecycle)
+               and timedelta(0) < i.time - draft.last <= LONG_GAP and (until is None or i.time < until)
+               for i in lifecycle)
 
 
-def _ridden_out(item: Item, nearby: Sequence[Item]) -> bool:
-    """A single link flap whose link came back within two minutes needs no repair."""
-    if item.event["kind"] != "nic_link":
-        return False
-    ups = [i for i in nearby if i.event["kind"] == "nic_link" and i.component == item.component
-           and (i.event.get("attrs") or {}).get("state") == "up" and timedelta(0) <= i.time - item.time <= LOOKAHEAD]
-    downs = [i for i in nearby if i.event["kind"] == "nic_link" and i.component == item.component
-             and (i.event.get("attrs") or {}).get("state") == "down"]
-    return bool(ups) and len(downs) <= 1
+def _flaps_ridden_out(items: list[Item]) -> list[Item]:
+    """A link that dropped once and came back within `LOOKAHEAD` is evidence, not a fault:
+    jobs ride such flaps out (NCCL retries). Repeated drops stay faults (a flapping cable)."""
+    links: dict[str, list[Item]] = defaultdict(list)
+    for item in items:
+        if item.event["kind"] == "nic_link":
+            links[item.component].append(item)
+    ridden = set()
+    for events in links.values():
+        events.sort(key=lambda i: i.time)
+        downs = [i for i in events if (i.event.get("attrs") or {}).get("state") == "down"]
+        for down in downs:
+            back = any(timedelta(0) <= i.time - down.time <= LOOKAHEAD and (i.event.get("attrs") or {}).get("state") == "up"
+                       for i in events)
+            alone = not any(other is not down and abs(other.time - down.time) <= GAP for other in downs)
+            if back and alone:
+                ridden.add(down.id)
+    return [replace(i, signal=replace(i.signal, role="evidence", interrupts=False)) if i.id in ridden else i
+            for i in items]
+
+
+def _next_starts(drafts: Sequence[Draft]) -> dict[int, datetime]:
+    """For each draft, when the next one of its scope starts."""
+    by_scope: dict[str, list[Draft]] = defaultdict(list)
+    for draft in drafts:
+        by_scope[draft.scope].append(draft)
+    following = {}
+    for group in by_scope.values():
+        group.sort(key=lambda d: d.start)
+        for before, after in zip(group, group[1:]):
+            following[id(before)] = after.start
+    return following
 
 
 def analyse(events: Sequence[dict], cluster: Cluster) -> list[Draft]:
     """Incidents of a window of events (sorted by time, then id)."""
     items, offsets = _items(events, cluster)
+    items = _flaps_ridden_out(items)
     hardware = [i for i in items if i.signal.role in ("fault", "evidence")]
     lifecycle = sorted((i for i in items if i.signal.role == "lifecycle"), key=lambda i: (i.time, i.id))
     drafts = _group(items, cluster)
+    following = _next_starts(drafts)
     for draft in drafts:
         attribute(draft, hardware, lifecycle, cluster)
-        draft.type = _type(draft, lifecycle) or ""
+        draft.type = _type(draft, lifecycle, following.get(id(draft))) or ""
         hosts = {i.event["host"] for i in (*draft.members, *draft.evidence)}
         draft.clock_offsets = {h: round(offsets[h].total_seconds(), 3) for h in sorted(hosts & offsets.keys())}
     drafts = [d for d in drafts if d.type]
