@@ -190,11 +190,16 @@ def _group(items: Sequence[Item], cluster: Cluster) -> list[Draft]:
 
 def _attach(drafts: list[Draft], unplaced: Sequence[tuple[str, datetime, Item]]) -> None:
     """Events timed on receipt join an incident their scope has near that moment, but never
-    open one: in a backfill their receive time is not when anything happened."""
-    for scope, when, item in unplaced:
+    open one: in a backfill their receive time is not when anything happened. A watchdog
+    timeout received with its incident also tells when the hang began (receipt − elapsed),
+    so timeouts go first and widen the incident back to that moment for the rest."""
+    ordered = sorted(unplaced, key=lambda entry: entry[2].event["kind"] != "nccl_timeout")
+    for scope, when, item in ordered:
         near = [d for d in drafts if d.scope == scope and d.start - GAP <= when <= d.last + GAP]
         if near:
-            min(near, key=lambda d: abs((d.start - when).total_seconds())).members.append(item)
+            draft = min(near, key=lambda d: abs((d.start - when).total_seconds()))
+            draft.members.append(item)
+            draft.start = min(draft.start, effective_time(item))
 
 
 def _evidence(draft: Draft, hardware: Sequence[Item], cluster: Cluster, placement: Placement | None) -> list[Item]:
@@ -218,21 +223,29 @@ def _touches(item: Item, reach: frozenset[str], topology: Topology | None) -> bo
     return False
 
 
+# A part takes its host's blame only with one piece of evidence at least this strong.
+PART_EVIDENCE = 0.3
+
+
 def _combine(votes: Sequence[Vote]) -> dict[str, dict]:
     """Votes → per-component total score, evidence and the most specific cause named."""
     totals: dict[str, dict] = {}
     for vote in votes:
-        entry = totals.setdefault(vote.component, {"score": 0.0, "evidence": [], "causes": defaultdict(float), "rules": set()})
+        entry = totals.setdefault(vote.component, {"score": 0.0, "evidence": [], "causes": defaultdict(float), "rules": set(),
+                                                   "strongest": 0.0})
         entry["score"] += vote.score
+        if vote.rule != "silence":
+            entry["strongest"] = max(entry["strongest"], vote.score)
         entry["evidence"].extend(vote.evidence)
         entry["rules"].add(vote.rule)
         if vote.cause:
             entry["causes"][vote.cause] += vote.score
     # A host blamed as a whole yields to a part of it that has its own evidence: the
     # part is the more precise root (a dead GPU silences its host's ranks too).
+    # Weak noise on a part (a corrected error, a warning) does not make it the host's root.
     parts_of: dict[str, list[str]] = defaultdict(list)
     for component, entry in totals.items():
-        if "/" in component and "~" not in component and "hardware" in entry["rules"]:
+        if "/" in component and "~" not in component and entry["strongest"] >= PART_EVIDENCE:
             parts_of[component.split("/", 1)[0]].append(component)
     for component in sorted(totals, key=lambda c: -totals[c]["score"]):
         if "/" in component or "~" in component:
@@ -485,8 +498,12 @@ def _flaps_ridden_out(items: list[Item]) -> list[Item]:
             alone = not any(other is not down and abs(other.time - down.time) <= GAP for other in downs)
             if back and alone:
                 ridden.add(down.id)
-    return [replace(i, signal=replace(i.signal, role="evidence", interrupts=False)) if i.id in ridden else i
-            for i in items]
+    return [replace(i, signal=replace(i.signal, role="evidence", interrupts=False, weight=RIDDEN_OUT_WEIGHT))
+            if i.id in ridden else i for i in items]
+
+
+# A flap the link recovered from weighs like a warning.
+RIDDEN_OUT_WEIGHT = 0.15
 
 
 def _next_starts(drafts: Sequence[Draft]) -> dict[int, datetime]:

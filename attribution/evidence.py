@@ -76,15 +76,26 @@ def hardware(items: Iterable[Item], hang_start: datetime, topology: Topology | N
     return votes
 
 
+# A drop the link recovered from within this long is one flap.
+FLAP_BACK = timedelta(minutes=5)
+
+
 def flapping(items: Iterable[Item], topology: Topology | None, *, min_downs: int = 2) -> list[Vote]:
-    """A NIC whose link went down repeatedly: blame its cable (the link to its switch)."""
+    """A NIC whose link went down and came back repeatedly: blame its cable (the link to
+    its switch). A link that went down and stayed down is the NIC's or the switch's."""
     downs: dict[str, list[Item]] = defaultdict(list)
+    ups: dict[str, list[datetime]] = defaultdict(list)
     for item in items:
-        if item.event["kind"] == "nic_link" and (item.event.get("attrs") or {}).get("state") == "down" and item.component:
-            downs[item.component].append(item)
+        state = (item.event.get("attrs") or {}).get("state")
+        if item.event["kind"] == "nic_link" and item.component:
+            if state == "down":
+                downs[item.component].append(item)
+            elif state == "up":
+                ups[item.component].append(item.time)
     votes = []
     for nic, events in downs.items():
-        if len(events) < min_downs:
+        cycles = [e for e in events if any(timedelta(0) <= up - e.time <= FLAP_BACK for up in ups[nic])]
+        if len(events) < min_downs or len(cycles) < min_downs:
             continue
         switches = [n for n in (topology.neighbours(nic) if topology else []) if topology.type_of(n) == "switch"]
         target = link_id(nic, switches[0]) if switches else nic
@@ -124,7 +135,11 @@ def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: I
     Whole hosts silent point at the host; a few silent ranks on an otherwise talking host
     point at their GPUs.
     """
-    votes = [Vote(item.event["host"], item.signal.weight, "silence", SILENT_HOST_CAUSE, [item.id]) for item in lost_hosts]
+    # A lost heartbeat counts only for a host none of whose ranks spoke: a host whose ranks
+    # report timeouts was up, and only its agent paused.
+    talking = {item.event["host"] for item in symptoms}
+    votes = [Vote(item.event["host"], item.signal.weight, "silence", SILENT_HOST_CAUSE, [item.id])
+             for item in lost_hosts if item.event["host"] not in talking]
     if placement is None:
         return votes
     reporting = {item.event.get("rank") for item in symptoms if item.event["kind"] in ("nccl_timeout", "nccl_error")}
@@ -217,6 +232,16 @@ def peers(symptoms: Sequence[Item], resolver: Peers | None, placement: Placement
             named[target].add(item.event["host"])
             evidence[target].append(item.id)
     reporters = len({item.event["host"] for item in symptoms if item.event["kind"] == "nccl_error"})
+    # Several NICs of one host named at once: the host behind them stopped, not each NIC.
+    by_host: dict[str, list[str]] = defaultdict(list)
+    for target in named:
+        if "/" in target and "~" not in target:
+            by_host[target.split("/", 1)[0]].append(target)
+    for host, nics in by_host.items():
+        if len(nics) >= 2:
+            for nic in nics:
+                named[host] = named.get(host, set()) | named.pop(nic)
+                evidence[host] = evidence.get(host, []) + evidence.pop(nic)
     votes = []
     for target, hosts in named.items():
         if len(hosts) >= 2 or reporters == 1:
