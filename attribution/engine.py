@@ -389,7 +389,8 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
     lost = [item for item in draft.evidence if item.event["kind"] == "host_heartbeat"]
     hung = _hang_start(draft)
     votes: list[Vote] = [
-        *evidence.hardware([i for i in draft.evidence if i.event["kind"] != "host_heartbeat"], hung, topology),
+        *evidence.hardware([i for i in draft.evidence if i.event["kind"] != "host_heartbeat"], hung, topology,
+                           evidence.waiting(symptoms, placement)),
         *evidence.flapping(draft.evidence, topology),
         *evidence.common_component(draft.evidence, topology),
         *evidence.silence(symptoms, placement, lost),
@@ -489,8 +490,9 @@ def _restarted(draft: Draft, lifecycle: Sequence[Item], until: datetime | None) 
 
 
 def _flaps_ridden_out(items: list[Item]) -> list[Item]:
-    """A link that dropped once and came back within `LOOKAHEAD` is evidence, not a fault:
-    jobs ride such flaps out (NCCL retries). Repeated drops stay faults (a flapping cable)."""
+    """A link that dropped and came back within `LOOKAHEAD` is evidence, not a fault: jobs
+    ride such flaps out (NCCL retries). Several such flaps close together stay faults (a
+    flapping cable), and so does a drop that lasted."""
     links: dict[str, list[Item]] = defaultdict(list)
     for item in items:
         if item.event["kind"] == "nic_link":
@@ -498,12 +500,11 @@ def _flaps_ridden_out(items: list[Item]) -> list[Item]:
     ridden = set()
     for events in links.values():
         events.sort(key=lambda i: i.time)
-        downs = [i for i in events if (i.event.get("attrs") or {}).get("state") == "down"]
-        for down in downs:
-            back = any(timedelta(0) <= i.time - down.time <= LOOKAHEAD and (i.event.get("attrs") or {}).get("state") == "up"
-                       for i in events)
-            alone = not any(other is not down and abs(other.time - down.time) <= GAP for other in downs)
-            if back and alone:
+        ups = [i.time for i in events if (i.event.get("attrs") or {}).get("state") == "up"]
+        recovered = [i for i in events if (i.event.get("attrs") or {}).get("state") == "down"
+                     and any(timedelta(0) <= up - i.time <= LOOKAHEAD for up in ups)]
+        for down in recovered:
+            if not any(other is not down and abs(other.time - down.time) <= GAP for other in recovered):
                 ridden.add(down.id)
     return [replace(i, signal=replace(i.signal, role="evidence", interrupts=False, weight=RIDDEN_OUT_WEIGHT))
             if i.id in ridden else i for i in items]

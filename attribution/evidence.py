@@ -66,12 +66,21 @@ def component_cause(item: Item, topology: Topology | None) -> str:
     return cause
 
 
-def hardware(items: Iterable[Item], hang_start: datetime, topology: Topology | None) -> list[Vote]:
-    """Hardware events near the hang start, weighted by severity and closeness in time."""
+# Weak evidence on a part whose rank was demonstrably alive (it reported waiting like the
+# others) counts this much: a corrected error there did not stop the job.
+ALIVE_DISCOUNT = 0.25
+
+
+def hardware(items: Iterable[Item], hang_start: datetime, topology: Topology | None,
+             alive: frozenset[str] = frozenset()) -> list[Vote]:
+    """Hardware events near the hang start, weighted by severity and closeness in time;
+    non-fatal ones on GPUs whose ranks were still waiting in the collective weigh less."""
     votes = []
     for item in items:
         if item.component and item.signal.weight > 0:
             score = item.signal.weight * proximity(item.time, hang_start)
+            if item.signal.role != "fault" and item.component in alive:
+                score *= ALIVE_DISCOUNT
             votes.append(Vote(item.component, score, "hardware", component_cause(item, topology), [item.id]))
     return votes
 
@@ -127,6 +136,14 @@ def common_component(items: Sequence[Item], topology: Topology | None, *, min_me
             score = share * sum(max(i.signal.weight for i in failing_nics[nic]) for nic in nics) * 1.5
             votes.append(Vote(switch, score, "common_component", "network_switch_cable", evidence))
     return votes
+
+
+def waiting(symptoms: Sequence[Item], placement: Placement | None) -> frozenset[str]:
+    """The GPUs whose ranks reported waiting in the hung collective: alive at the hang."""
+    if placement is None:
+        return frozenset()
+    ranks = {item.event.get("rank") for item in symptoms if item.event["kind"] == "nccl_timeout"}
+    return frozenset(gpu for gpu in (placement.rank_to_gpu(r) for r in ranks if isinstance(r, int)) if gpu)
 
 
 def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: Iterable[Item] = ()) -> list[Vote]:

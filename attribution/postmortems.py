@@ -193,12 +193,20 @@ def benign_stream(b: sim._Builder, start: datetime, end: datetime, scale: float 
     days = (end - start).total_seconds() / 86400
     span = (end - start).total_seconds()
     count = 0
+    flaps: dict[str, list[datetime]] = {}
     for kind, rate in BENIGN_PER_HOST_DAY.items():
         for _ in range(int(len(hosts) * days * rate * scale + b.rng.random())):
             host, t = b.rng.choice(hosts), b.after(start, 0, span)
-            if not b.quiet_at(host, t):
-                benign(b, host, t, kind)
-                count += 1
+            if b.quiet_at(host, t):
+                continue
+            # At real rates a host's links flap a few times a year: two flaps within an hour
+            # would be a failing cable, not noise, however much `scale` packs events together.
+            if kind == "flap":
+                if any(abs(t - other) < timedelta(hours=1) for other in flaps.get(host, ())):
+                    continue
+                flaps.setdefault(host, []).append(t)
+            benign(b, host, t, kind)
+            count += 1
     return count
 
 
