@@ -20,7 +20,7 @@ from typing import Protocol
 
 from faultgraph.attribution import clock, evidence, pricing
 from faultgraph.attribution.causes import category_of
-from faultgraph.attribution.classify import classify
+from faultgraph.attribution.classify import SEVERITY_WEIGHT, classify
 from faultgraph.attribution.evidence import Item, Vote
 from faultgraph.attribution.ledger import gpu_hours_lost
 from faultgraph.attribution.placement import Placement
@@ -477,7 +477,10 @@ def _type(draft: Draft, lifecycle: Sequence[Item], until: datetime | None = None
         return "interruption"
     if draft.job and _restarted(draft, lifecycle, until):
         return "interruption"
-    repairs = [i for i in draft.members if i.signal.role == "fault"]
+    # Only a part that failed outright (critical: off the bus, uncorrectable, fatal) needs
+    # repair on its own; an error-level event a running job survived (a soft lockup, an I/O
+    # timeout, a degraded PSU redundancy) stays evidence on the timeline.
+    repairs = [i for i in draft.members if i.signal.role == "fault" and i.signal.weight >= SEVERITY_WEIGHT["critical"]]
     return "fault" if repairs else None
 
 
