@@ -34,7 +34,7 @@ _KEYWORDS = frozenset(k.encode() for r in _CAT.rules for k in r.keywords)
 _NO_PREFIX = Prefixed("")
 # Kinds a training process reports: only there does a launcher's prefix name a rank.
 _PROCESS_KINDS = frozenset({"nccl_timeout", "nccl_error", "gpu_ecc", "nvlink_error", "nic_error",
-                            "train_anomaly"})
+                            "train_anomaly", "job_fail"})
 # keyword -> positions of the rules that name it, so a line tries only its candidates.
 _RULES_BY_KEYWORD = {k: tuple(i for i, r in enumerate(_CAT.rules) if k.decode() in r.keywords)
                      for k in _KEYWORDS}
@@ -66,13 +66,18 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
         message = prefixed.text
     for i in candidates:
         rule = _CAT.rules[i]
+        if rule.needs_rank and prefixed.rank is None:
+            continue
         match = rule.regex.search(message)
         if match:
             try:
-                return _event(rule, match, message, time or received, header_host or host,
-                              source, prefixed)
+                event = _event(rule, match, message, time or received, header_host or host,
+                               source, prefixed)
             except ValueError:  # a number too long for int(): not a line a driver wrote
                 continue
+            if time is None:  # the engine must not place a backfill's storm at its receipt
+                event["attrs"]["time_source"] = "received"
+            return event
     return None
 
 

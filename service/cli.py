@@ -197,12 +197,13 @@ def simulate(
     faults: Annotated[int, typer.Option(help="Faults to inject (a concurrent pair counts two).")] = 200,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed writes the same set.")] = 0,
     storm: Annotated[bool, typer.Option("--storm", help="Write the storm scenario instead: one job on every host, one XID 79, every other rank times out.")] = False,
+    families: Annotated[str, typer.Option(help="classic (the original mechanisms) or hard (postmortem families, skewed clocks, months 1–9, benign noise).")] = "classic",
 ) -> None:
     """Write a simulated scenario set: log lines and events with injected faults and their ground truth."""
     from faultgraph.attribution import simulate as sim
 
     try:
-        scenario = sim.storm(seed=seed, hosts=hosts) if storm else sim.scenario_set(faults, seed=seed, hosts=hosts)
+        scenario = sim.storm(seed=seed, hosts=hosts) if storm else _scenario(families, faults, seed, hosts)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     scenario.save(out)
@@ -342,12 +343,24 @@ def checkpoint(
     _show(url, token, "/v1/stats/checkpoint", params, as_json, stats_render.checkpoint)
 
 
+def _scenario(families: str, faults: int, seed: int, hosts: int):
+    """A generated scenario of the named families (`faultgraph simulate`, `faultgraph eval`)."""
+    from faultgraph.attribution import postmortems, simulate as sim
+
+    if families == "hard":
+        return postmortems.hard_set(faults, seed=seed, hosts=hosts)
+    if families == "classic":
+        return sim.scenario_set(faults, seed=seed, hosts=hosts)
+    raise typer.BadParameter(f"--families: expected classic or hard, got {families!r}")
+
+
 @app.command("eval")
 def evaluate(
     scenario: Annotated[Path | None, typer.Option(help="A directory written by `faultgraph simulate`; default: generate one.")] = None,
     faults: Annotated[int, typer.Option(help="Faults to generate when no --scenario is given.")] = 200,
     hosts: Annotated[int, typer.Option(help="Hosts of the generated cluster.")] = 128,
     seed: Annotated[int, typer.Option(help="Seed of the generated scenario.")] = 0,
+    families: Annotated[str, typer.Option(help="Generated scenario: classic or hard (see `faultgraph simulate --help`).")] = "classic",
     url: Annotated[str | None, typer.Option(help="A running service to replay into (it should be empty); default: a throwaway server.", envvar="FAULTGRAPH_URL")] = None,
     token: TokenOption = None,
     as_json: JsonOption = False,
@@ -362,7 +375,7 @@ def evaluate(
     from faultgraph.attribution import simulate as sim
     from faultgraph.service import evaluate as ev
 
-    loaded = sim.Scenario.load(scenario) if scenario else sim.scenario_set(faults, seed=seed, hosts=hosts)
+    loaded = sim.Scenario.load(scenario) if scenario else _scenario(families, faults, seed, hosts)
     headers = {"authorization": f"Bearer {token}"} if token else {}
 
     def run(base: str) -> ev.Report:
@@ -389,6 +402,14 @@ def evaluate(
     console = Console()
     console.print(table)
     console.print(f"incidents merged wrongly: {result['merged']}; incidents matching no fault: {result['spurious']}")
+    other = ", ".join(f"{n} {kind}" for kind, n in sorted(result["other_types"].items())) or "none"
+    console.print(f"incidents that are not interruptions: {other}")
+    reliability = Table(title="confidence vs top-1 accuracy")
+    for column in ("confidence", "incidents", "right", "accuracy %"):
+        reliability.add_column(column, justify="right")
+    for row in result["reliability"]:
+        reliability.add_row(row["confidence"], str(row["incidents"]), str(row["right"]), str(row["accuracy_pct"]))
+    console.print(reliability)
 
 
 @app.command()

@@ -58,7 +58,7 @@ def test_a_release_0_1_0_store_opens_with_everything_in_it(release_1_store: str)
     try:
         server.client.headers["Authorization"] = f"Bearer {token}"
         incidents = server.client.get("/v1/incidents").json()["incidents"]
-        assert [i["root_cause"]["component"] for i in incidents] == ["node0003/gpu3"]
+        assert [(i["root_cause"]["component"], i["type"]) for i in incidents] == [("node0003/gpu3", "interruption")]
         detail = server.client.get(f"/v1/incidents/{incidents[0]['id']}").json()
         assert [note["text"] for note in detail["notes"]] == ["written by release 0.1.0"]
         assert len(server.client.get("/v1/events", params={"limit": 1000}).json()["events"]) == 67
