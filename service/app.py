@@ -14,6 +14,7 @@ from fastapi.staticfiles import StaticFiles
 
 from faultgraph.service import alerts, metrics, store
 from faultgraph.service.auth import views as auth_views
+from faultgraph.service.auth.limits import IngestLimiter
 from faultgraph.service.auth.middleware import Authenticate
 from faultgraph.service.auth.service import Authenticator
 from faultgraph.service.cluster import Cluster
@@ -94,6 +95,8 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
                   description="Fault-diagnosis timeline for GPU training clusters")
     app.state.settings = settings
     app.add_middleware(Authenticate)
+    app.state.limiter = IngestLimiter(rate=settings.ingest_rate_per_s, burst=settings.ingest_burst,
+                                      max_in_flight=max(1, int(settings.writer_queue_batches * settings.ingest_queue_share)))
     app.state.liveness = Liveness(timedelta(seconds=settings.heartbeat_timeout_s))
     app.include_router(events_views.router)
     app.include_router(auth_views.router)

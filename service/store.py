@@ -121,6 +121,7 @@ def init_schema(engine: Engine) -> None:
         if conn.dialect.name == "postgresql":
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
         metadata.create_all(conn)
+        _add_missing_columns(conn)
         if conn.dialect.name == "postgresql":
             _create_postgres_indexes(conn)
             _create_postgres_sequences(conn)
@@ -132,6 +133,19 @@ def init_schema(engine: Engine) -> None:
                 f"database schema version {version} is newer than this faultgraph's "
                 f"({SCHEMA_VERSION}); upgrade faultgraph"
             )
+
+
+def _add_missing_columns(conn: Connection) -> None:
+    """A store written before a table gained a nullable column gets the column (empty), so
+    an older database opens in a newer faultgraph without a migration step."""
+    present = set(conn.exec_driver_sql(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+    ).fetchall())
+    for table in metadata.sorted_tables:
+        for column in table.columns:
+            if (table.name, column.name) not in present and column.nullable and column.server_default is None:
+                kind = column.type.compile(dialect=conn.dialect)
+                conn.exec_driver_sql(f'ALTER TABLE "{table.name}" ADD COLUMN "{column.name}" {kind}')
 
 
 def insert_ignoring_duplicates(conn: Connection, rows: pa.Table, *, table_name: str) -> list[str]:
