@@ -96,6 +96,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app.state.settings = settings
     app.add_middleware(Authenticate)
     app.state.limiter = IngestLimiter(rate=settings.ingest_rate_per_s, burst=settings.ingest_burst,
+                                      unit_bytes=settings.ingest_request_bytes,
                                       max_in_flight=max(1, int(settings.writer_queue_batches * settings.ingest_queue_share)))
     app.state.liveness = Liveness(timedelta(seconds=settings.heartbeat_timeout_s))
     app.include_router(events_views.router)

@@ -29,8 +29,10 @@ class Settings:
     # Rows one group commit may gather from queued batches.
     group_commit_rows: int = int(os.environ.get("FAULTGRAPH_GROUP_COMMIT_ROWS", 50_000))
     # Fair ingest (service/auth/limits.py), per caller (token × client certificate or address):
-    # requests a second and at once, each 64 KiB of body counting one more request; and the
+    # requests a second and at once, each `ingest_request_bytes` of body counting one more
+    # request (defaults: ~320 KiB/s, ~3,000 events/s sustained, 40 requests at once); and the
     # share of the writer queue one caller may hold with requests in flight.
-    ingest_rate_per_s: float = float(os.environ.get("FAULTGRAPH_INGEST_RATE", 50))
-    ingest_burst: float = float(os.environ.get("FAULTGRAPH_INGEST_BURST", 100))
+    ingest_rate_per_s: float = float(os.environ.get("FAULTGRAPH_INGEST_RATE", 20))
+    ingest_burst: float = float(os.environ.get("FAULTGRAPH_INGEST_BURST", 40))
+    ingest_request_bytes: int = int(os.environ.get("FAULTGRAPH_INGEST_REQUEST_BYTES", 16 * 1024))
     ingest_queue_share: float = float(os.environ.get("FAULTGRAPH_INGEST_QUEUE_SHARE", 0.05))

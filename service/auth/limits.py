@@ -29,7 +29,7 @@ class _Bucket:
 class IngestLimiter:
     """Admits or refuses ingest requests per caller; `admit` then `release` for each."""
 
-    def __init__(self, *, rate: float, burst: float, max_in_flight: int, unit_bytes: int = 64 * 1024,
+    def __init__(self, *, rate: float, burst: float, max_in_flight: int, unit_bytes: int = 16 * 1024,
                  max_callers: int = 100_000, clock: Callable[[], float] = time.monotonic) -> None:
         if rate <= 0 or burst < 1 or max_in_flight < 1:
             raise ValueError("ingest limits: rate must be > 0, burst >= 1, in-flight share >= 1")
