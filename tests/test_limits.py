@@ -68,14 +68,15 @@ def event(host: str, index: int, tag: str) -> dict:
 
 @pytest.fixture
 def limited(db_url):
-    """A server with tight limits and nine agent tokens, one per host."""
+    """A server with tight limits (a steady agent's 8 posts fit in the burst of 10) and
+    nine agent tokens, one per host."""
     engine = store.make_engine(db_url)
     store.init_schema(engine)
     with engine.begin() as conn:
         made = {f"node{n:04d}": tokens.create(conn, role="agent", name=f"node{n:04d}")[0] for n in range(9)}
         made["reader"] = tokens.create(conn, role="reader")[0]
     engine.dispose()
-    srv = start_server(db_url, env={"FAULTGRAPH_INGEST_RATE": "20", "FAULTGRAPH_INGEST_BURST": "20"})
+    srv = start_server(db_url, env={"FAULTGRAPH_INGEST_RATE": "5", "FAULTGRAPH_INGEST_BURST": "10"})
     yield srv, made
     srv.stop()
 
@@ -88,7 +89,9 @@ def test_a_flooding_agent_is_throttled_while_eight_others_lose_nothing(limited):
     def flooder() -> None:
         with httpx.Client(base_url=srv.url, headers=bearer(made["node0000"]), timeout=30) as http:
             index = 0
-            while not stop.is_set():
+            deadline = time.monotonic() + 60
+            # until the others are done and it has been refused at least once
+            while not (stop.is_set() and any(r.status_code == 429 for r in flood)) and time.monotonic() < deadline:
                 flood.append(http.post("/v1/events", json=[event("node0000", index, "flood")]))
                 index += 1
 
