@@ -472,6 +472,9 @@ def agent(
     config: Annotated[Path | None, typer.Option(help="TOML file with the same settings (flags win).")] = None,
     host: Annotated[str | None, typer.Option(help="This host's name in events (default: the hostname).")] = None,
     read_from: Annotated[str | None, typer.Option(help="Files present at the very first start: end (default) or beginning.")] = None,
+    ca_file: client.CaFileOption = None,
+    cert: client.CertOption = None,
+    key: client.KeyOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every queued batch.")] = False,
 ) -> None:
     """Run the host agent: follow logs, parse at the edge, spool, post to the service."""
@@ -483,7 +486,7 @@ def agent(
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         settings = load_config(config, url=url, token=token, files=file, kmsg=kmsg, state_dir=state_dir,
-                               host=host, read_from=read_from)
+                               host=host, read_from=read_from, ca_file=ca_file, cert=cert, key=key)
         host_agent = Agent(settings)
     except (ValueError, OSError) as exc:
         raise typer.BadParameter(str(exc)) from None
