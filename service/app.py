@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from faultgraph.service import alerts, metrics, store
 from faultgraph.service.auth import views as auth_views
 from faultgraph.service.auth.limits import IngestLimiter
-from faultgraph.service.auth.middleware import Authenticate
+from faultgraph.service.auth.middleware import INGEST_PATHS, Authenticate
 from faultgraph.service.auth.service import Authenticator
 from faultgraph.service.cluster import Cluster
 from faultgraph.service.config import Settings
@@ -123,7 +123,8 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
                 "leader": request.app.state.lease.held}
 
     def openapi() -> dict:
-        """FastAPI's schema, with 422 documented as the `{"detail": "..."}` actually sent."""
+        """FastAPI's schema, with 422 documented as the `{"detail": "..."}` actually sent, and
+        the ingest limits' 429 on the routes they guard."""
         if app.openapi_schema is None:
             schema = FastAPI.openapi(app)
             components = schema.get("components", {}).get("schemas", {})
@@ -133,6 +134,11 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
                     "properties": {"detail": {"type": "string", "title": "Detail"}},
                 }
                 components.pop("ValidationError", None)
+            for path in INGEST_PATHS:  # the ingest limits answer before any route does
+                post = schema["paths"].get(path, {}).get("post")
+                if post is not None:
+                    post["responses"]["429"] = {"description": "this agent is over its ingest share; "
+                                                               "retry after `Retry-After` seconds"}
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

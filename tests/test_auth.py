@@ -281,6 +281,8 @@ def test_create_with_expiry_and_list_shows_expiry_and_last_use(db_url):
     assert expires - created == timedelta(days=30)
     bad = cli("token", "create", "--db", db_url, "--role", "agent", "--expires", "soon")
     assert bad.exit_code == 2 and "expected a number and a unit" in bad.stderr
+    forever = cli("token", "create", "--db", db_url, "--role", "agent", "--expires", "999999w")
+    assert forever.exit_code == 2 and "longer than 3650 days" in forever.stderr
 
 
 def test_last_use_is_recorded(server):
@@ -307,6 +309,8 @@ def test_rotation_keeps_both_tokens_valid_for_the_overlap(secured):
     assert srv.client.post("/v1/events", json=[event("node0100")], headers=bearer(new["token"])).status_code == 401
     assert srv.client.post("/v1/events", json=[event("node0100")], headers=bearer(again["token"])).status_code == 200
     assert srv.client.post("/v1/tokens/nope/rotate", headers=admin).status_code == 404
+    endless = srv.client.post(f"/v1/tokens/{again['id']}/rotate", json={"overlap": "999999w"}, headers=admin)
+    assert endless.status_code == 422 and "longer than" in endless.json()["detail"]
 
 
 def test_cli_rotate_by_name(db_url):

@@ -1,14 +1,15 @@
 """Fair ingest: one caller posting in a loop is slowed down (429 + Retry-After) before it
 can fill the writer's queue that every agent shares.
 
-Each caller — a token from one client, told apart by the client certificate's name when
+Each caller — an agent token from one client, told apart by the client certificate's name when
 the connection has one (a token bound to a certificate is one host), else by the client
 address, so one agent token shared by a fleet still gives each host its own allowance —
 has a token bucket of `rate` requests a second (up to `burst` at once), where a request
 costs one more unit per `unit_bytes` of body read (charged when it ends, as debt: a
 chunked upload cannot hide its size), and may have at most `max_in_flight` ingest
-requests open at once: its share of the writer queue. The open loopback server's
-anonymous caller is not limited (a developer's own machine).
+requests open at once: its share of the writer queue. Only agent tokens are limited
+(the middleware decides): admin tokens are operators, and the open loopback server's
+anonymous caller is a developer's own machine.
 
 The cost on the hot path is a dict lookup and a few float operations per request.
 """

@@ -2,8 +2,10 @@
 before routing and before its body is read, so an anonymous caller learns neither which
 paths exist nor how a body is validated. Which role a route needs is `require`'s business.
 
-Then the ingest limits (`limits.py`): a caller over its share of ingest gets 429 with
-`Retry-After`, also before its body is read.
+Then the ingest limits (`limits.py`) for agent tokens, the ones spread over thousands of
+hosts: a caller over its share of ingest gets 429 with `Retry-After`, also before its body
+is read. Admin tokens (an operator's import or replay) and the open loopback server's
+anonymous caller are not limited.
 """
 
 from collections.abc import Hashable
@@ -47,7 +49,7 @@ def caller_key(principal: Principal, peer_names: frozenset[str], client: tuple[s
 
 class Authenticate:
     """ASGI middleware: puts the caller on `request.state.principal` or answers 401; holds
-    ingest callers to their share (429)."""
+    agents to their share of ingest (429)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -66,7 +68,7 @@ class Authenticate:
             await UNAUTHENTICATED(scope, receive, send)
             return
         scope.setdefault("state", {})["principal"] = principal
-        if principal.token_id is None or scope["method"] != "POST" or scope["path"] not in INGEST_PATHS:
+        if principal.role != "agent" or scope["method"] != "POST" or scope["path"] not in INGEST_PATHS:
             await self.app(scope, receive, send)
             return
         await self._limited(state.limiter, caller_key(principal, peer_names, scope.get("client")), scope, receive, send)

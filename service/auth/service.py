@@ -33,6 +33,7 @@ HOST_PATTERN = re.compile(r"^[A-Za-z0-9._:*?\[\]!-]{1,253}$")
 CERT_NAME = re.compile(r"^[A-Za-z0-9._@:-]{1,253}$")
 DURATION = re.compile(r"^\s*(\d{1,6})\s*([smhdw])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
+MAX_DURATION = timedelta(days=3650)  # past this a date overflows soon enough to matter; no expiry is clearer
 LAST_USED_PRECISION_S = 60.0  # last use is written back at most this often per token
 
 
@@ -41,7 +42,10 @@ def parse_duration(text: str) -> timedelta:
     match = DURATION.match(text or "")
     if not match:
         raise ValueError(f"duration {text!r}: expected a number and a unit s, m, h, d or w (e.g. 30d)")
-    return timedelta(seconds=int(match[1]) * _UNIT_SECONDS[match[2]])
+    duration = timedelta(seconds=int(match[1]) * _UNIT_SECONDS[match[2]])
+    if duration > MAX_DURATION:
+        raise ValueError(f"duration {text!r} is longer than {MAX_DURATION.days} days; leave the expiry out instead")
+    return duration
 
 
 def _digest(secret: str) -> str:
