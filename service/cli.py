@@ -325,12 +325,10 @@ def topology_upload(
     except OSError as exc:
         typer.echo(f"cannot read {file}: {exc.strerror}", err=True)
         raise typer.Exit(1) from None
-    headers = {"content-type": "application/json"}
-    if token:
-        headers["authorization"] = f"Bearer {token}"
     try:
-        answer = httpx.put(url.rstrip("/") + "/v1/topology", content=body, headers=headers, timeout=600)
-    except httpx.HTTPError as exc:
+        with client.http_client(url, token=token, timeout=600) as http:
+            answer = http.put("/v1/topology", content=body, headers={"content-type": "application/json"})
+    except (httpx.HTTPError, client.ApiError) as exc:
         typer.echo(f"upload failed: {exc}", err=True)
         raise typer.Exit(1) from None
     if answer.status_code != 200:
@@ -434,10 +432,9 @@ def evaluate(
     from faultgraph.service import evaluate as ev
 
     loaded = sim.Scenario.load(scenario) if scenario else sim.scenario_set(faults, seed=seed, hosts=hosts)
-    headers = {"authorization": f"Bearer {token}"} if token else {}
 
     def run(base: str) -> ev.Report:
-        with httpx.Client(base_url=base, headers=headers, timeout=600) as http, Progress(transient=True) as progress:
+        with client.http_client(base, token=token, timeout=600) as http, Progress(transient=True) as progress:
             task = progress.add_task("replaying", total=len(loaded.records))
             ev.replay(http, loaded, progress=lambda n: progress.advance(task, n))
             return ev.score(ev.incidents(http), loaded.truth)

@@ -11,11 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 import trustme
 from conftest import free_port
 from typer.testing import CliRunner
 
+from faultgraph.attribution.generators import rail_optimized
 from faultgraph.ingest.agent.client import Sender, tls_context
 from faultgraph.ingest.agent.spool import Spool
 from faultgraph.service import client, store
@@ -189,6 +191,10 @@ def test_cli_and_agent_talk_mutual_tls(mtls_server, pki, tmp_path, monkeypatch):
         assert client.get(srv.url, "/v1/incidents", token=made["admin"])["incidents"] == []
         missing = runner.invoke(app, ["--ca-file", str(tmp_path / "nope.pem"), "incidents", "--url", srv.url])
         assert missing.exit_code == 1 and "nope.pem" in missing.stderr
+        topology = tmp_path / "topology.json"
+        topology.write_bytes(orjson.dumps(rail_optimized(hosts=2)))
+        upload = runner.invoke(app, ["topology", "upload", str(topology), "--url", srv.url, "--token", made["admin"]])
+        assert upload.exit_code == 0 and orjson.loads(upload.stdout)["version"] == 1  # TLS from the environment
     finally:
         client.use_tls(client.Tls())
     spool = Spool(tmp_path / "spool.sqlite", max_events=100)
@@ -198,6 +204,9 @@ def test_cli_and_agent_talk_mutual_tls(mtls_server, pki, tmp_path, monkeypatch):
     assert sender.send_once() == 0.0 and sender.delivered == 1 and len(spool) == 0
     sender.close()
     spool.close()
+    agent = runner.invoke(app, ["agent", "--url", srv.url, "--file", str(tmp_path / "*.log"), "--state-dir", str(tmp_path / "state"),
+                                "--ca-file", str(pki.ca), "--cert", "no-such.pem"])
+    assert agent.exit_code == 2 and "no-such.pem" in agent.stderr
 
 
 def test_serve_names_a_tls_file_that_will_not_load(db_url, pki, tmp_path):

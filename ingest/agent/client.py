@@ -38,11 +38,17 @@ MAX_RETRY_AFTER_S = 600.0  # a misconfigured proxy asking for a day must not sil
 def tls_context(*, ca_file: Path | None = None, cert: Path | None = None, key: Path | None = None) -> ssl.SSLContext:
     """A client TLS context: the system's CAs or `ca_file`'s, and a client certificate for
     mutual TLS (`key` may be left out when `cert` holds it). OSError names a missing file."""
-    context = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
-    if cert is not None:
-        context.load_cert_chain(cert, key)
-    elif key is not None:
+    if key is not None and cert is None:
         raise ValueError("a client key needs its certificate (cert)")
+    try:
+        context = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
+    except (OSError, ssl.SSLError) as exc:
+        raise OSError(f"CA file {ca_file}: {exc.strerror or exc}") from None
+    if cert is not None:
+        try:
+            context.load_cert_chain(cert, key)
+        except (OSError, ssl.SSLError) as exc:
+            raise OSError(f"client certificate {cert}{f' with key {key}' if key else ''}: {exc.strerror or exc}") from None
     return context
 
 

@@ -23,9 +23,15 @@ def server_context(cert: Path, key: Path | None = None, client_ca: Path | None =
     signed by it are required. Raises OSError/ssl.SSLError naming a file that will not load."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(cert, key)
+    try:
+        context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise OSError(f"certificate {cert}{f' with key {key}' if key else ''}: {exc.strerror or exc}") from None
     if client_ca is not None:
-        context.load_verify_locations(cafile=client_ca)
+        try:
+            context.load_verify_locations(cafile=client_ca)
+        except (OSError, ssl.SSLError) as exc:
+            raise OSError(f"client CA {client_ca}: {exc.strerror or exc}") from None
         context.verify_mode = ssl.CERT_REQUIRED
     return context
 
