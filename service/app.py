@@ -14,7 +14,8 @@ from fastapi.staticfiles import StaticFiles
 
 from faultgraph.service import alerts, metrics, store
 from faultgraph.service.auth import views as auth_views
-from faultgraph.service.auth.middleware import Authenticate
+from faultgraph.service.auth.limits import IngestLimiter
+from faultgraph.service.auth.middleware import INGEST_PATHS, Authenticate
 from faultgraph.service.auth.service import Authenticator
 from faultgraph.service.cluster import Cluster
 from faultgraph.service.config import Settings
@@ -95,6 +96,9 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
                   description="Fault-diagnosis timeline for GPU training clusters")
     app.state.settings = settings
     app.add_middleware(Authenticate)
+    app.state.limiter = IngestLimiter(rate=settings.ingest_rate_per_s, burst=settings.ingest_burst,
+                                      unit_bytes=settings.ingest_request_bytes,
+                                      max_in_flight=max(1, int(settings.writer_queue_batches * settings.ingest_queue_share)))
     app.state.liveness = Liveness(timedelta(seconds=settings.heartbeat_timeout_s))
     app.include_router(events_views.router)
     app.include_router(auth_views.router)
@@ -121,7 +125,8 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
                 "leader": request.app.state.lease.held}
 
     def openapi() -> dict:
-        """FastAPI's schema, with 422 documented as the `{"detail": "..."}` actually sent."""
+        """FastAPI's schema, with 422 documented as the `{"detail": "..."}` actually sent, and
+        the ingest limits' 429 on the routes they guard."""
         if app.openapi_schema is None:
             schema = FastAPI.openapi(app)
             components = schema.get("components", {}).get("schemas", {})
@@ -131,6 +136,11 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
                     "properties": {"detail": {"type": "string", "title": "Detail"}},
                 }
                 components.pop("ValidationError", None)
+            for path in INGEST_PATHS:  # the ingest limits answer before any route does
+                post = schema["paths"].get(path, {}).get("post")
+                if post is not None:
+                    post["responses"]["429"] = {"description": "this agent is over its ingest share; "
+                                                               "retry after `Retry-After` seconds"}
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

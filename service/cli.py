@@ -2,9 +2,11 @@
 
 import inspect
 import logging
+import ssl
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -20,9 +22,12 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from faultgraph.attribution.generators import LAYOUTS
-from faultgraph.service import client, store, transfer
+from faultgraph.service import audit, client, store, transfer
 from faultgraph.service.app import create_app
 from faultgraph.service.auth import service as tokens
+from faultgraph.service.auth.tls import PeerNameProtocol
+from faultgraph.service.auth.tls import server_context as server_tls_context
+from faultgraph.service.auth.views import audit_detail
 from faultgraph.service.client import JsonOption, TokenOption, UrlOption
 from faultgraph.service.config import Settings
 from faultgraph.service.stats import render as stats_render
@@ -32,8 +37,12 @@ topology_app = typer.Typer(help="Generate cluster topologies and upload them.", 
 app.add_typer(topology_app, name="topology")
 
 @app.callback()
-def main() -> None:
-    """faultgraph: the fault-diagnosis timeline of a GPU training cluster."""
+def main(ca_file: client.CaFileOption = None, cert: client.CertOption = None, key: client.KeyOption = None) -> None:
+    """faultgraph: the fault-diagnosis timeline of a GPU training cluster.
+
+    --ca-file/--cert/--key (or FAULTGRAPH_CA_FILE/_CERT/_KEY) apply to every command that
+    calls a server: `faultgraph --ca-file ca.pem incidents --url https://…`."""
+    client.use_tls(client.Tls(ca_file, cert, key))
 
 
 def load_settings(db: str | None = None) -> Settings:
@@ -54,9 +63,13 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
     db: DbOption = None,
+    tls_cert: Annotated[Path | None, typer.Option(envvar="FAULTGRAPH_TLS_CERT", help="Serve HTTPS with this certificate (PEM, chain included; env FAULTGRAPH_TLS_CERT).")] = None,
+    tls_key: Annotated[Path | None, typer.Option(envvar="FAULTGRAPH_TLS_KEY", help="Its private key, if not in the certificate file (env FAULTGRAPH_TLS_KEY).")] = None,
+    tls_client_ca: Annotated[Path | None, typer.Option(envvar="FAULTGRAPH_TLS_CLIENT_CA", help="Require client certificates signed by this CA: mutual TLS (env FAULTGRAPH_TLS_CLIENT_CA).")] = None,
 ) -> None:
     """Run the service (ingest, query, incidents, statistics, web UI)."""
     settings = load_settings(db)
+    ssl_context = _server_tls(tls_cert, tls_key, tls_client_ca)
     with _open_store(settings.db_url) as engine, engine.connect() as conn:
         live_tokens = tokens.count(conn)
     loopback = tokens.is_loopback(host)
@@ -69,11 +82,33 @@ def serve(
         )
         raise typer.Exit(2)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("faultgraph").info(
-        "faultgraph listening on http://%s:%d, data in %s, %s", host, port, settings.db_url,
-        f"{live_tokens} access token(s) live" if live_tokens else "no tokens: open to local clients",
+    log = logging.getLogger("faultgraph")
+    log.info(
+        "faultgraph listening on %s://%s:%d, data in %s, %s%s", "https" if ssl_context else "http", host, port,
+        settings.db_url, f"{live_tokens} access token(s) live" if live_tokens else "no tokens: open to local clients",
+        ", client certificates required" if tls_client_ca else "",
     )
-    uvicorn.run(create_app(settings, open_without_tokens=loopback), host=host, port=port, log_level="warning", access_log=False)
+    if ssl_context is None and not loopback:
+        log.warning("serving plain HTTP on %s: bearer tokens cross the network in clear text; "
+                    "give --tls-cert/--tls-key", host)
+    uvicorn.run(create_app(settings, open_without_tokens=loopback), host=host, port=port, log_level="warning",
+                access_log=False, **({"ssl_context_factory": lambda *_: ssl_context, "http": PeerNameProtocol}
+                                     if ssl_context else {}))
+
+
+def _server_tls(cert: Path | None, key: Path | None, client_ca: Path | None) -> ssl.SSLContext | None:
+    """The HTTPS context `serve` was asked for, or a clear exit naming the file that failed."""
+    if cert is None:
+        if key or client_ca:
+            typer.echo("--tls-key and --tls-client-ca need --tls-cert", err=True)
+            raise typer.Exit(2)
+        return None
+    try:
+        return server_tls_context(cert, key, client_ca)
+    except (OSError, ValueError) as exc:
+        typer.echo(f"cannot serve HTTPS with --tls-cert {cert}"
+                   f"{f' --tls-key {key}' if key else ''}{f' --tls-client-ca {client_ca}' if client_ca else ''}: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 @contextmanager
@@ -97,8 +132,16 @@ def _open_store(db_url: str) -> Iterator[Engine]:
         engine.dispose()
 
 
-token_app = typer.Typer(help="Access tokens: create, list, revoke (SPEC §9).", no_args_is_help=True)
+token_app = typer.Typer(help="Access tokens: create, list, rotate, revoke (SPEC §9, §10).", no_args_is_help=True)
 app.add_typer(token_app, name="token")
+DurationOption = Annotated[str | None, typer.Option(help="Lifetime, e.g. 30d, 12h, 2w; after it the token gets 401 like a wrong one.")]
+
+
+def _duration(text: str | None, option: str) -> timedelta | None:
+    try:
+        return tokens.parse_duration(text) if text else None
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=option) from None
 
 
 @token_app.command("create")
@@ -106,13 +149,18 @@ def token_create(
     role: Annotated[str, typer.Option(help="agent (post events, logs, jobs), reader (read everything) or admin (all).")],
     name: Annotated[str | None, typer.Option(help="A label for `token list`, e.g. the host or team.")] = None,
     host_pattern: Annotated[str | None, typer.Option(help="Agent tokens only: a shell glob (node00*) of the hosts it may post for.")] = None,
+    cert_name: Annotated[str | None, typer.Option(help="Accept it only over mutual TLS from a client certificate of this name (CN or DNS name).")] = None,
+    expires: DurationOption = None,
     db: DbOption = None,
 ) -> None:
     """Create a token and print it, alone, on standard output (it is not shown again)."""
     settings = load_settings(db)
+    expires_in = _duration(expires, "--expires")
     try:
         with _open_store(settings.db_url) as engine, engine.begin() as conn:
-            token, _ = tokens.create(conn, role=role, name=name, host_pattern=host_pattern)
+            token, info = tokens.create(conn, role=role, name=name, host_pattern=host_pattern, cert_name=cert_name,
+                                        expires_in=expires_in)
+            audit.record_in(conn, action="token.create", target=info.id, detail=audit_detail(info))
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -121,30 +169,64 @@ def token_create(
 
 @token_app.command("list")
 def token_list(
-    all_: Annotated[bool, typer.Option("--all", help="Include revoked tokens.")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Include revoked and expired tokens.")] = False,
     db: DbOption = None,
 ) -> None:
-    """List tokens (never their secrets), one per line, tab-separated."""
+    """List tokens (never their secrets), one per line, tab-separated; times in UTC."""
     settings = load_settings(db)
     with _open_store(settings.db_url) as engine, engine.connect() as conn:
         infos = tokens.get_all(conn, include_revoked=all_)
-    typer.echo("id\trole\tname\thost_pattern\tcreated\trevoked")
+    typer.echo("id\trole\tname\thost_pattern\tcert_name\tcreated\texpires\tlast_used\trevoked")
     for info in infos:
-        fields = (info.id, info.role, info.name, info.host_pattern, info.created, info.revoked)
+        fields = (info.id, info.role, info.name, info.host_pattern, info.cert_name, info.created, info.expires,
+                  info.last_used, info.revoked)
         typer.echo("\t".join("-" if value is None else str(value) for value in fields))
+
+
+@token_app.command("rotate")
+def token_rotate(
+    token_id: Annotated[str, typer.Argument(help="The token's id, the token itself, or its name if only one live token has it.")],
+    overlap: Annotated[str, typer.Option(help="How long the old token stays valid beside the new one.")] = "24h",
+    expires: DurationOption = None,
+    db: DbOption = None,
+) -> None:
+    """Print a new token with the old one's name, role and bindings; the old one keeps
+    working for --overlap, so hosts can be handed the new one without a gap."""
+    settings = load_settings(db)
+    overlap_for, expires_in = _duration(overlap, "--overlap"), _duration(expires, "--expires")
+    try:
+        with _open_store(settings.db_url) as engine, engine.begin() as conn:
+            token_id = tokens.resolve_id(conn, token_id)
+            done = tokens.rotate(conn, token_id=token_id, overlap=overlap_for, expires_in=expires_in)
+            if done is not None:
+                audit.record_in(conn, action="token.rotate", target=token_id,
+                                detail={"new": done[1].id, "old_expires": str(done[2].expires), **audit_detail(done[1])})
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if done is None:
+        typer.echo(f"no live token has id {token_id}", err=True)
+        raise typer.Exit(1)
+    typer.echo(done[0])
+    typer.echo(f"{token_id} stays valid until {done[2].expires} UTC", err=True)
 
 
 @token_app.command("revoke")
 def token_revoke(
-    token_id: Annotated[str, typer.Argument(help="The token's id (see `token list`), or the token itself.")],
+    token_id: Annotated[str, typer.Argument(help="The token's id (see `token list`), the token itself, or its name if only one live token has it.")],
     db: DbOption = None,
 ) -> None:
     """Revoke a token; a running server stops accepting it within seconds."""
     settings = load_settings(db)
-    if token_id.startswith(tokens.PREFIX + "_"):
-        token_id = token_id.split("_", 2)[1]
-    with _open_store(settings.db_url) as engine, engine.begin() as conn:
-        done = tokens.revoke(conn, token_id=token_id)
+    try:
+        with _open_store(settings.db_url) as engine, engine.begin() as conn:
+            token_id = tokens.resolve_id(conn, token_id)
+            done = tokens.revoke(conn, token_id=token_id)
+            if done:
+                audit.record_in(conn, action="token.revoke", target=token_id)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     if not done:
         typer.echo(f"no live token has id {token_id}", err=True)
         raise typer.Exit(1)
@@ -255,12 +337,10 @@ def topology_upload(
     except OSError as exc:
         typer.echo(f"cannot read {file}: {exc.strerror}", err=True)
         raise typer.Exit(1) from None
-    headers = {"content-type": "application/json"}
-    if token:
-        headers["authorization"] = f"Bearer {token}"
     try:
-        answer = httpx.put(url.rstrip("/") + "/v1/topology", content=body, headers=headers, timeout=600)
-    except httpx.HTTPError as exc:
+        with client.http_client(url, token=token, timeout=600) as http:
+            answer = http.put("/v1/topology", content=body, headers={"content-type": "application/json"})
+    except (httpx.HTTPError, client.ApiError) as exc:
         typer.echo(f"upload failed: {exc}", err=True)
         raise typer.Exit(1) from None
     if answer.status_code != 200:
@@ -376,10 +456,9 @@ def evaluate(
     from faultgraph.service import evaluate as ev
 
     loaded = sim.Scenario.load(scenario) if scenario else _scenario(families, faults, seed, hosts)
-    headers = {"authorization": f"Bearer {token}"} if token else {}
 
     def run(base: str) -> ev.Report:
-        with httpx.Client(base_url=base, headers=headers, timeout=600) as http, Progress(transient=True) as progress:
+        with client.http_client(base, token=token, timeout=600) as http, Progress(transient=True) as progress:
             task = progress.add_task("replaying", total=len(loaded.records))
             ev.replay(http, loaded, progress=lambda n: progress.advance(task, n))
             return ev.score(ev.incidents(http), loaded.truth)
@@ -422,6 +501,9 @@ def agent(
     config: Annotated[Path | None, typer.Option(help="TOML file with the same settings (flags win).")] = None,
     host: Annotated[str | None, typer.Option(help="This host's name in events (default: the hostname).")] = None,
     read_from: Annotated[str | None, typer.Option(help="Files present at the very first start: end (default) or beginning.")] = None,
+    ca_file: client.CaFileOption = None,
+    cert: client.CertOption = None,
+    key: client.KeyOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every queued batch.")] = False,
 ) -> None:
     """Run the host agent: follow logs, parse at the edge, spool, post to the service."""
@@ -433,7 +515,7 @@ def agent(
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         settings = load_config(config, url=url, token=token, files=file, kmsg=kmsg, state_dir=state_dir,
-                               host=host, read_from=read_from)
+                               host=host, read_from=read_from, ca_file=ca_file, cert=cert, key=key)
         host_agent = Agent(settings)
     except (ValueError, OSError) as exc:
         raise typer.BadParameter(str(exc)) from None

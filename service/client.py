@@ -1,13 +1,24 @@
-"""The CLI's way to the REST API: where the server is, the bearer token, and errors as messages.
+"""The CLI's way to the REST API: where the server is, the bearer token, TLS, and errors as messages.
 
 The on-call commands talk HTTP to a running `faultgraph serve`, as any dashboard would, so
 they work from a laptop against the cluster's server and see exactly what the API says.
+
+TLS is one setting of the process, not of each command: `faultgraph --ca-file ca.pem
+[--cert c.pem --key k.pem] COMMAND …` or `FAULTGRAPH_CA_FILE` / `FAULTGRAPH_CERT` /
+`FAULTGRAPH_KEY` in the environment (what a Slurm prolog or a pod has). Every call made
+through `request`/`get`/`patch`, and every client made by `http_client`, uses it, so a
+command gets HTTPS and mutual TLS by calling the API through this module.
 """
 
+import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
 import typer
+
+from faultgraph.ingest.agent.client import tls_context
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -17,8 +28,67 @@ TokenOption = Annotated[str | None, typer.Option(
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the API's JSON answer instead of tables.")]
 
 
+CaFileOption = Annotated[Path | None, typer.Option(
+    "--ca-file", envvar="FAULTGRAPH_CA_FILE", help="CA certificate(s) to verify an https:// server with (env FAULTGRAPH_CA_FILE); default the system's.")]
+CertOption = Annotated[Path | None, typer.Option(
+    "--cert", envvar="FAULTGRAPH_CERT", help="Client certificate for mutual TLS (env FAULTGRAPH_CERT).")]
+KeyOption = Annotated[Path | None, typer.Option(
+    "--key", envvar="FAULTGRAPH_KEY", help="Its private key, if not in the --cert file (env FAULTGRAPH_KEY).")]
+
+
 class ApiError(Exception):
     """The server could not be reached or refused the request; the message says why."""
+
+
+@dataclass(frozen=True)
+class Tls:
+    """Files for talking to an https:// server: a CA to trust, a client certificate to show."""
+
+    ca_file: Path | None = None
+    cert: Path | None = None
+    key: Path | None = None
+
+    @classmethod
+    def from_env(cls) -> "Tls":
+        def path(name: str) -> Path | None:
+            return Path(os.environ[name]) if os.environ.get(name) else None
+
+        return cls(path("FAULTGRAPH_CA_FILE"), path("FAULTGRAPH_CERT"), path("FAULTGRAPH_KEY"))
+
+    def verify(self) -> Any:
+        """httpx's `verify`: the system's CAs when nothing is set, else an SSL context.
+        ApiError names a file that will not load."""
+        if self.ca_file is None and self.cert is None:
+            return True
+        try:
+            return tls_context(ca_file=self.ca_file, cert=self.cert, key=self.key)
+        except (OSError, ValueError) as exc:
+            raise ApiError(f"TLS files ({self.describe()}): {exc}") from None
+
+    def describe(self) -> str:
+        given = {"ca-file": self.ca_file, "cert": self.cert, "key": self.key}
+        return ", ".join(f"--{name} {path}" for name, path in given.items() if path) or "none"
+
+
+_tls: Tls | None = None  # set once by the command line (`use_tls`); else the environment's
+
+
+def use_tls(tls: Tls) -> None:
+    """Make `tls` this process's TLS settings (the CLI's global --ca-file/--cert/--key)."""
+    global _tls
+    _tls = tls
+
+
+def current_tls() -> Tls:
+    return _tls if _tls is not None else Tls.from_env()
+
+
+def http_client(url: str, *, token: str | None = None, timeout: float = 30.0, **options: Any) -> httpx.Client:
+    """An httpx client for the server at `url` with the bearer token and this process's TLS,
+    for commands that stream or make many calls (uploads, replays, scheduler hooks)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout,
+                        verify=current_tls().verify(), **options)
 
 
 def get(url: str, path: str, *, token: str | None = None, params: dict[str, Any] | None = None,
@@ -38,10 +108,10 @@ def patch(url: str, path: str, body: dict[str, Any], *, token: str | None = None
 def request(method: str, url: str, path: str, *, token: str | None = None, params: dict[str, Any] | None = None,
             json: Any = None, timeout: float = 30.0) -> Any:
     """One call to the API; ApiError says why it could not be made or was refused."""
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
     query = {name: value for name, value in (params or {}).items() if value is not None}
     try:
-        response = httpx.request(method, url.rstrip("/") + path, params=query, headers=headers, json=json, timeout=timeout)
+        with http_client(url, token=token, timeout=timeout) as http:
+            response = http.request(method, path, params=query, json=json)
     except httpx.HTTPError as exc:
         raise ApiError(f"cannot reach {url}: {exc}") from None
     if response.status_code >= 400:

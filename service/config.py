@@ -49,6 +49,17 @@ class Settings(BaseSettings):
     public_url: str | None = Field(None, validation_alias=_env("PUBLIC_URL"), description="The UI's address as on-call reaches it, for links in alerts.")
     alert_attempts: int = Field(6, validation_alias=_env("ALERT_ATTEMPTS"), ge=1, description="Deliveries tried per alert before it is dropped.")
     alert_backoff_seconds: float = Field(2.0, validation_alias=_env("ALERT_BACKOFF_SECONDS"), ge=0, description="First retry delay of an alert; doubles each try.")
+    # Fair ingest (service/auth/limits.py), per caller (token × client certificate or address).
+    ingest_rate_per_s: float = Field(20.0, gt=0, validation_alias=_env("INGEST_RATE"),
+                                     description="Requests a second one caller may sustain on the ingest routes "
+                                                 "(each INGEST_REQUEST_BYTES of body counts one more).")
+    ingest_burst: float = Field(40.0, gt=0, validation_alias=_env("INGEST_BURST"),
+                                description="Requests one caller may send at once before the rate applies.")
+    ingest_request_bytes: int = Field(16 * 1024, gt=0, validation_alias=_env("INGEST_REQUEST_BYTES"),
+                                      description="Body bytes that count as one more request.")
+    ingest_queue_share: float = Field(0.05, gt=0, le=1, validation_alias=_env("INGEST_QUEUE_SHARE"),
+                                      description="Share of the writer queue one caller may hold with requests in "
+                                                  "flight (429 + Retry-After past it).")
 
 
 def settings_table() -> str:

@@ -1,4 +1,7 @@
-"""Tokens and roles (SPEC §9) against a real `faultgraph serve` process."""
+"""Tokens and roles (SPEC §9), expiry and rotation (§10) against a real `faultgraph serve` process."""
+
+import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -238,3 +241,90 @@ def test_reject_foreign_hosts_keeps_indices_of_the_posted_batch():
     unbound = Decoded(valid=[event("z")])
     tokens.reject_foreign_hosts(unbound, principal=Principal("t", None, "agent"))
     assert len(unbound.valid) == 1
+
+
+FIXED = datetime(2026, 1, 1, 12, 0)  # naive UTC, as the store keeps times
+
+
+def test_an_expired_token_gets_the_same_401_as_a_wrong_one(tmp_path):
+    engine = store.make_engine(f"duckdb:///{tmp_path / 'expiry.duckdb'}")
+    store.init_schema(engine)
+    with engine.begin() as conn:
+        old, _ = tokens.create(conn, role="reader", expires_in=timedelta(days=1), now=FIXED)  # expired 2026-01-02
+        live, _ = tokens.create(conn, role="reader")
+    engine.dispose()
+    other = start_server(f"duckdb:///{tmp_path / 'expiry.duckdb'}")
+    try:
+        expired = other.client.get("/v1/events", headers=bearer(old))
+        wrong = other.client.get("/v1/events", headers=bearer(live[:-3] + "abc"))
+        assert expired.status_code == wrong.status_code == 401 and expired.text == wrong.text
+        assert other.client.get("/v1/events", headers=bearer(live)).status_code == 200
+    finally:
+        other.stop()
+
+
+def test_expiry_follows_the_authenticators_clock(tmp_path):
+    engine = store.make_engine(f"duckdb:///{tmp_path / 'x.duckdb'}")
+    store.init_schema(engine)
+    with engine.begin() as conn:
+        token, info = tokens.create(conn, role="agent", expires_in=timedelta(hours=1), now=FIXED)
+    ends = info.expires.replace(tzinfo=UTC).timestamp()
+    now = [ends - 1]
+    auth = tokens.Authenticator(engine, open_without_tokens=False, clock=lambda: now[0])
+    assert auth.authenticate(token).token_id == info.id
+    now[0] = ends
+    assert auth.authenticate(token) is None
+    engine.dispose()
+
+
+def test_create_with_expiry_and_list_shows_expiry_and_last_use(db_url):
+    token = create_token(db_url, "--role", "agent", "--name", "rack-7", "--expires", "30d", "--cert-name", "node0042")
+    [header, row] = cli("token", "list", "--db", db_url).stdout.strip().splitlines()
+    fields = dict(zip(header.split("\t"), row.split("\t")))
+    assert fields["id"] == token.split("_")[1] and fields["cert_name"] == "node0042" and fields["last_used"] == "-"
+    created, expires = (datetime.fromisoformat(fields[name]) for name in ("created", "expires"))
+    assert expires - created == timedelta(days=30)
+    bad = cli("token", "create", "--db", db_url, "--role", "agent", "--expires", "soon")
+    assert bad.exit_code == 2 and "expected a number and a unit" in bad.stderr
+    forever = cli("token", "create", "--db", db_url, "--role", "agent", "--expires", "999999w")
+    assert forever.exit_code == 2 and "longer than 3650 days" in forever.stderr
+
+
+def test_last_use_is_recorded(server):
+    admin = server.client.post("/v1/tokens", json={"role": "admin"}).json()["token"]
+    made = server.client.post("/v1/tokens", json={"role": "reader", "name": "dash"}, headers=bearer(admin)).json()
+    assert made["last_used"] is None
+    assert server.client.get("/v1/events", headers=bearer(made["token"])).status_code == 200
+    time.sleep(2.1)  # the first request after the authenticator's 2 s TTL reloads, writing last use back
+    listed = {t["id"]: t for t in server.client.get("/v1/tokens", headers=bearer(admin)).json()["tokens"]}
+    assert listed[made["id"]]["last_used"] is not None
+
+
+def test_rotation_keeps_both_tokens_valid_for_the_overlap(secured):
+    srv, made = secured
+    admin = bearer(made["admin"])
+    old = srv.client.post("/v1/tokens", json={"role": "agent", "name": "node0100", "host_pattern": "node0100"}, headers=admin).json()
+    rotated = srv.client.post(f"/v1/tokens/{old['id']}/rotate", json={"overlap": "1h", "expires": "30d"}, headers=admin)
+    assert rotated.status_code == 201, rotated.text
+    new = rotated.json()
+    assert new["name"] == "node0100" and new["host_pattern"] == "node0100" and new["replaces"]["expires"] is not None
+    for token in (old["token"], new["token"]):  # both work during the window
+        assert srv.client.post("/v1/events", json=[event("node0100")], headers=bearer(token)).status_code == 200
+    again = srv.client.post(f"/v1/tokens/{new['id']}/rotate", json={"overlap": "0s"}, headers=admin).json()
+    assert srv.client.post("/v1/events", json=[event("node0100")], headers=bearer(new["token"])).status_code == 401
+    assert srv.client.post("/v1/events", json=[event("node0100")], headers=bearer(again["token"])).status_code == 200
+    assert srv.client.post("/v1/tokens/nope/rotate", headers=admin).status_code == 404
+    endless = srv.client.post(f"/v1/tokens/{again['id']}/rotate", json={"overlap": "999999w"}, headers=admin)
+    assert endless.status_code == 422 and "longer than" in endless.json()["detail"]
+
+
+def test_cli_rotate_by_name(db_url):
+    first = create_token(db_url, "--role", "agent", "--name", "node0200")
+    done = cli("token", "rotate", "node0200", "--overlap", "2h", "--db", db_url)
+    assert done.exit_code == 0, done.stderr
+    second = done.stdout.strip()
+    assert second.startswith("fg_") and second != first and "stays valid until" in done.stderr
+    rows = [line.split("\t") for line in cli("token", "list", "--db", db_url).stdout.strip().splitlines()[1:]]
+    assert sorted(row[2] for row in rows) == ["node0200", "node0200"]  # two valid tokens for one name
+    ambiguous = cli("token", "rotate", "node0200", "--db", db_url)
+    assert ambiguous.exit_code == 2 and "2 live tokens are named" in ambiguous.stderr

@@ -61,7 +61,9 @@ def test_a_release_0_1_0_store_opens_with_everything_in_it(release_1_store: str)
         assert [(i["root_cause"]["component"], i["type"]) for i in incidents] == [("node0003/gpu3", "interruption")]
         detail = server.client.get(f"/v1/incidents/{incidents[0]['id']}").json()
         assert [note["text"] for note in detail["notes"]] == ["written by release 0.1.0"]
-        assert len(server.client.get("/v1/events", params={"limit": 1000}).json()["events"]) == 67
+        stored = server.client.get("/v1/events", params={"limit": 1000}).json()["events"]
+        assert sum(1 for e in stored if e["kind"] != "audit") == 67
+        assert [e["attrs"]["action"] for e in stored if e["kind"] == "audit"] == ["token.create"]
         assert server.client.get("/v1/jobs/llama-small").json()["id"] == "llama-small"
         assert server.client.get("/v1/topology/versions").json()["versions"][0]["version"] == 1
         names = {t["name"] for t in server.client.get("/v1/tokens").json()["tokens"]}

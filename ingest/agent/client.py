@@ -17,6 +17,7 @@ old heartbeat replayed after an outage would say nothing about now.
 import email.utils
 import logging
 import random
+import ssl
 import threading
 import time
 from datetime import UTC, datetime
@@ -32,6 +33,23 @@ log = logging.getLogger("faultgraph.agent")
 CONFIG_ERRORS = frozenset({401, 403, 404})
 RETRY_LATER = frozenset({429, 503})
 MAX_RETRY_AFTER_S = 600.0  # a misconfigured proxy asking for a day must not silence a host that long
+
+
+def tls_context(*, ca_file: Path | None = None, cert: Path | None = None, key: Path | None = None) -> ssl.SSLContext:
+    """A client TLS context: the system's CAs or `ca_file`'s, and a client certificate for
+    mutual TLS (`key` may be left out when `cert` holds it). OSError names a missing file."""
+    if key is not None and cert is None:
+        raise ValueError("a client key needs its certificate (cert)")
+    try:
+        context = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
+    except (OSError, ssl.SSLError) as exc:
+        raise OSError(f"CA file {ca_file}: {exc.strerror or exc}") from None
+    if cert is not None:
+        try:
+            context.load_cert_chain(cert, key)
+        except (OSError, ssl.SSLError) as exc:
+            raise OSError(f"client certificate {cert}{f' with key {key}' if key else ''}: {exc.strerror or exc}") from None
+    return context
 
 
 def retry_after(value: str | None) -> float | None:
@@ -72,12 +90,13 @@ class Sender:
 
     def __init__(self, *, url: str, token: str | None, spool: Spool, dead_letter: Path,
                  batch_size: int = 500, timeout_s: float = 10.0, host: str | None = None,
-                 heartbeat_s: float = 0.0, transport: httpx.BaseTransport | None = None) -> None:
+                 heartbeat_s: float = 0.0, transport: httpx.BaseTransport | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
         headers = {"content-type": "application/json", "user-agent": "faultgraph-agent"}
         if token:
             headers["authorization"] = f"Bearer {token}"
         self._client = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout_s,
-                                    transport=transport)
+                                    transport=transport, verify=tls if tls is not None else True)
         self._spool = spool
         self._dead_letter = dead_letter
         self._batch_size = self._max_batch = batch_size

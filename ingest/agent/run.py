@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from faultgraph.ingest.agent.client import Sender
+from faultgraph.ingest.agent.client import Sender, tls_context
 from faultgraph.ingest.agent.coalesce import VOLATILE_ATTRS, Coalescer
 from faultgraph.ingest.agent.kmsg import open_kernel_log
 from faultgraph.ingest.agent.lines import Line, Source, event_id
@@ -41,6 +41,9 @@ class AgentConfig:
 
     url: str
     token: str | None = None
+    ca_file: Path | None = None  # CA to verify an https:// service with (default: the system's)
+    cert: Path | None = None  # client certificate for mutual TLS
+    key: Path | None = None  # its key, unless in the cert file
     host: str = field(default_factory=lambda: short_hostname(socket.gethostname()))
     files: list[str] = field(default_factory=list)
     kmsg: bool = False
@@ -61,6 +64,9 @@ class AgentConfig:
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
+        for name in ("ca_file", "cert", "key"):
+            if getattr(self, name) is not None:
+                setattr(self, name, Path(getattr(self, name)))
         if self.read_from not in ("end", "beginning"):
             raise ValueError(f"read_from must be 'end' or 'beginning', not {self.read_from!r}")
         if not self.files and not self.kmsg:
@@ -94,6 +100,9 @@ class Agent:
 
     def __init__(self, config: AgentConfig, *, journal_command: tuple[str, ...] = ("journalctl",)) -> None:
         self.config = config
+        tls = None  # before anything opens: a TLS file that will not load fails fast
+        if config.ca_file or config.cert or config.key:
+            tls = tls_context(ca_file=config.ca_file, cert=config.cert, key=config.key)
         config.state_dir.mkdir(parents=True, exist_ok=True)
         self.spool = Spool(config.state_dir / "spool.sqlite", max_events=config.max_spool_events)
         saved = self.spool.positions()
@@ -105,7 +114,7 @@ class Agent:
                                           journal_command=journal_command)
         self.sender = Sender(url=config.url, token=config.token, spool=self.spool,
                              dead_letter=config.state_dir / "dead-letter.ndjson", batch_size=config.batch_size,
-                             host=config.host, heartbeat_s=config.heartbeat_interval_s)
+                             host=config.host, heartbeat_s=config.heartbeat_interval_s, tls=tls)
         self._zone = ZoneInfo(config.zone)
         self._coalescers: dict[str, Coalescer] = {}
         self._groupers: dict[str, RecordGrouper] = {}

@@ -3,6 +3,10 @@
 Only a hash of each token's secret is stored: a copy of the database does not let anyone
 post as an agent. The public `id` is part of the token itself, so a request is checked by
 one primary-key lookup and one constant-time comparison.
+
+A token may expire (`expires`), and may be bound to the name in a client certificate
+(`cert_name`): then it only works over a mutual-TLS connection from that certificate, so a
+token copied off a host is useless elsewhere. `last_used` is kept to within a minute.
 """
 
 from dataclasses import dataclass
@@ -33,6 +37,9 @@ tokens = sa.Table(
     sa.Column("secret_sha256", sa.String, nullable=False),
     sa.Column("created", sa.DateTime, nullable=False),
     sa.Column("revoked", sa.DateTime),
+    sa.Column("expires", sa.DateTime),
+    sa.Column("cert_name", sa.String),
+    sa.Column("last_used", sa.DateTime),
 )
 
 
@@ -44,6 +51,12 @@ class Principal:
     name: str | None
     role: str
     host_pattern: str | None = None
+    cert_name: str | None = None
+
+    @property
+    def actor(self) -> str:
+        """Who this is in the audit trail: the token's name, else its id."""
+        return self.name or self.token_id or "anonymous"
 
     def may(self, role: str) -> bool:
         return role in GRANTS[self.role]
@@ -62,3 +75,6 @@ class TokenInfo:
     host_pattern: str | None
     created: datetime
     revoked: datetime | None
+    expires: datetime | None = None
+    cert_name: str | None = None
+    last_used: datetime | None = None

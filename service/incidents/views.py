@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from faultgraph.attribution.causes import CATEGORIES
+from faultgraph.service import audit
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.http import parse_time
 from faultgraph.service.incidents import service
@@ -71,6 +72,7 @@ def patch_incident(request: Request, incident_id: str, patch: IncidentPatch) -> 
         incident = service.update(conn, incident_id=incident_id, patch=patch, now=datetime.now(UTC))
     if incident is None:
         raise HTTPException(404, f"no incident {incident_id!r}")
+    audit.record(request, action="incident.patch", target=incident_id, detail=patch.model_dump(exclude_unset=True, mode="json"))
     return incident
 
 

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from faultgraph.attribution.topology import TopologyError
+from faultgraph.service import audit
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.cluster import Cluster
 from faultgraph.service.events import service as events_service
@@ -61,6 +62,8 @@ async def put_topology(request: Request) -> JSONResponse:
         return JSONResponse({"detail": str(exc), "problems": exc.problems}, status_code=422)
     except ValueError as exc:
         raise HTTPException(400, str(exc)) from None
+    await run_in_threadpool(audit.record, request, action="topology.replace", target=f"version {stored['version']}",
+                            detail={name: value for name, value in stored.items() if name != "version"})
     return JSONResponse(stored)
 
 
