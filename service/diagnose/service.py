@@ -86,14 +86,15 @@ def diagnose(body: DiagnoseBody, *, received: datetime) -> dict[str, Any]:
         for event in events:
             event["job"] = job["id"]
     drafts = engine.analyse(events, ClusterSnapshot(None, [job] if job else []))
+    candidates = reasoning.candidates(read.lines)
     findings = [
-        *reasoning.signatures(read.lines),
+        *reasoning.signatures(candidates),
         *reasoning.hardware(events),
-        *reasoning.elided_xids(read.lines, {_line_no(e["id"]) for e in events}),
+        *reasoning.elided_xids(candidates, {_line_no(e["id"]) for e in events}),
         *reasoning.stacks(read.blocks),
         *reasoning.hung_tasks(read.blocks),
         *reasoning.silent_ranks(events, placement),
-        *reasoning.config_change(read.lines, events),
+        *reasoning.config_change(candidates, events),
         *_from_engine(drafts, read),
     ]
     ranked = reasoning.rank(findings)
