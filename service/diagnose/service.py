@@ -99,7 +99,7 @@ def diagnose(body: DiagnoseBody, *, received: datetime) -> dict[str, Any]:
     ]
     ranked = reasoning.rank(findings)
     if not ranked and drafts:
-        ranked = [_unexplained(drafts, read)]
+        ranked = [_unexplained(drafts)]
     # the hosts the paste names: its events' (syslog headers included) and its prefixes'
     named_hosts = {e["host"] for e in events} | {line.stream[0] for line in read.lines if line.stream[0]}
     named_hosts.discard(paste.UNNAMED_HOST)
@@ -128,7 +128,7 @@ def _from_engine(drafts: Sequence[engine.Draft], read: paste.Paste) -> list[reas
     return found
 
 
-def _unexplained(drafts: Sequence[engine.Draft], read: paste.Paste) -> reasoning.Finding:
+def _unexplained(drafts: Sequence[engine.Draft]) -> reasoning.Finding:
     """Symptoms only (timeouts, NCCL errors) with nothing that says why."""
     members = [_line_no(item.id) for draft in drafts for item in draft.members]
     hosts = sorted({item.event["host"] for draft in drafts for item in draft.members} - {paste.UNNAMED_HOST})
