@@ -59,15 +59,20 @@ def classify(event: dict) -> Signal:
     kind = event["kind"]
     attrs = event.get("attrs") or {}
     if kind in SYMPTOM_KINDS:
-        return Signal("symptom", "nccl_watchdog", 0.0, kind == "job_fail")
+        # A rank's own exception (a traceback's last line, SPEC §8 training-process lines)
+        # is a symptom that names its root: the cause the catalogue gave it.
+        cause = attrs.get("cause") if kind == "job_fail" and attrs.get("role") == "root" else None
+        return Signal("symptom", cause or "nccl_watchdog", 0.0, kind == "job_fail")
     if kind in LIFECYCLE_KINDS:
         return Signal("lifecycle", "unknown", 0.0, False)
     if kind == "maintenance":
         planned = bool(attrs.get("planned"))
         return Signal("maintenance", "planned_maintenance" if planned else "host_maintenance", 1.0, True)
     if kind == "host_heartbeat":
+        # An agent gone quiet is silence, evidence against its host when a job stopped; on
+        # its own it is no interruption (agents restart, and come back).
         lost = attrs.get("state") == "lost"
-        return Signal("fault" if lost else "ignore", "unknown", 0.5 if lost else 0.0, lost)
+        return Signal("evidence" if lost else "ignore", "unknown", 0.5 if lost else 0.0, False)
     if kind == "train_anomaly":
         return Signal("fault", "silent_data_corruption", 0.8, True)
 
@@ -90,14 +95,21 @@ def classify(event: dict) -> Signal:
             return Signal("evidence", cause, 0.05, False)
     if kind == "pcie_aer":
         interrupts = attrs.get("severity") == "fatal"
-    if kind == "gpu_ecc" and attrs.get("type") == "sbe":
-        interrupts = False
+    if kind == "gpu_ecc" and attrs.get("type") in ("sbe", "row_remap", "page_retire"):
+        interrupts = False  # corrected, or a remap the GPU applies at its next reset
+    if cause in APPLICATION_CAUSES:
+        # XID 13/31/43 and friends are what the application did to the GPU: they point at
+        # the rank's software, and open nothing by themselves (engine: unless repeated).
+        return Signal("evidence", cause, SEVERITY_WEIGHT.get(severity, 0.6), False)
     weight = SEVERITY_WEIGHT.get(severity, 0.6)
     if role == "cascade":
         weight *= 0.3
     is_fault = interrupts and role == "root"
     return Signal("fault" if is_fault else "evidence", cause, weight, is_fault)
 
+
+# Causes that are the application's, not the hardware's, when a GPU event names them.
+APPLICATION_CAUSES = frozenset({"software_bug", "dependency"})
 
 # Kinds whose error-severity events end a job even without a `critical` tag.
 _FATAL_AT_ERROR = frozenset({"gpu_ecc", "nvswitch_error", "host_kernel", "host_power"})

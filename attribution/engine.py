@@ -14,13 +14,13 @@ vote; pick the root, its cause, the action and a sentence for the on-call engine
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from faultgraph.attribution import evidence
+from faultgraph.attribution import clock, evidence, pricing
 from faultgraph.attribution.causes import category_of
-from faultgraph.attribution.classify import classify
+from faultgraph.attribution.classify import SEVERITY_WEIGHT, classify
 from faultgraph.attribution.evidence import Item, Vote
 from faultgraph.attribution.ledger import gpu_hours_lost
 from faultgraph.attribution.placement import Placement
@@ -69,6 +69,8 @@ class Draft:
     action: dict = field(default_factory=dict)
     interruption: dict = field(default_factory=dict)
     planned: bool = False
+    type: str = "interruption"  # SPEC §5: interruption, degradation or fault
+    clock_offsets: dict[str, float] = field(default_factory=dict)  # host → seconds its clock is ahead
 
     @property
     def symptoms(self) -> int:
@@ -93,7 +95,13 @@ def effective_time(item: Item) -> datetime:
     return item.time
 
 
-def _items(events: Sequence[dict], cluster: Cluster) -> list[Item]:
+def _items(events: Sequence[dict], cluster: Cluster) -> tuple[list[Item], dict[str, timedelta]]:
+    """Each event read, resolved and placed on corrected time; and the hosts' clock offsets."""
+    def job_of(event: dict) -> str | None:
+        jobs = cluster.jobs_on(event["host"], event["time"])
+        return jobs[0] if len(jobs) == 1 else None
+
+    offsets = clock.offsets(events, {e["id"]: job_of(e) for e in events if e["kind"] == "nccl_timeout" and not e.get("job")})
     items = []
     for event in events:
         signal = classify(event)
@@ -103,8 +111,22 @@ def _items(events: Sequence[dict], cluster: Cluster) -> list[Item]:
         if signal.role not in ("symptom", "lifecycle") and (not component or component == event["host"]):
             job = event.get("job")
             component = cluster.resolve(event, cluster.placement(job) if job else None) or component
-        items.append(Item(event, signal, component or event["host"], event["time"]))
-    return items
+        if event["kind"] == "pcie_aer":
+            component = _aer_source(event, cluster) or component
+        time = event["time"]
+        if event["host"] in offsets and clock.on_host_clock(event):
+            time = time - offsets[event["host"]]
+        items.append(Item(event, signal, component or event["host"], time))
+    return items, offsets
+
+
+def _aer_source(event: dict, cluster: Cluster) -> str | None:
+    """A root port's AER line names the device that sent the error (`error received:
+    0000:19:00.0`): the NIC or GPU behind the port is the suspect, not the port."""
+    source = (event.get("attrs") or {}).get("source_id")
+    if not isinstance(source, str) or ":" not in source:
+        return None
+    return cluster.resolve({"host": event["host"], "kind": "pcie_aer", "attrs": {"pci": source}})
 
 
 def _scopes(item: Item, cluster: Cluster, observed: dict[str, set[str]]) -> list[str]:
@@ -137,29 +159,47 @@ def _group(items: Sequence[Item], cluster: Cluster) -> list[Draft]:
         if item.event.get("job") and item.signal.role == "symptom":
             observed[item.event["host"]].add(item.event["job"])
     by_scope: dict[str, list[tuple[datetime, Item]]] = defaultdict(list)
+    unplaced: list[tuple[str, datetime, Item]] = []
     for item in items:
         if item.signal.role in ("symptom", "fault", "maintenance"):
             for scope in _scopes(item, cluster, observed):
-                by_scope[scope].append((effective_time(item), item))
+                if clock.received_time(item.event):
+                    unplaced.append((scope, item.time, item))
+                else:
+                    by_scope[scope].append((effective_time(item), item))
     drafts = []
     for scope, timed in sorted(by_scope.items()):
         timed.sort(key=lambda pair: (pair[0], pair[1].id))
         job = scope.removeprefix("job:") if scope.startswith("job:") else None
         job_restarts = restarts.get(job, []) if job else []
-        # A job that reports its restarts is interrupted once per restart: its late
-        # symptoms (a job_fail half an hour after a 30-minute watchdog) still belong.
-        gap = LONG_GAP if job_restarts else GAP
         current: Draft | None = None
         for when, item in timed:
+            # A job that reports its restarts is interrupted once per restart: its late
+            # symptoms (a job_fail half an hour after a 30-minute watchdog) still belong;
+            # a hardware event that long after is a fault of its own.
+            gap = LONG_GAP if job_restarts and item.signal.role == "symptom" else GAP
             restarted = current is not None and any(current.last < r <= when for r in job_restarts)
             if current is None or when - current.last > gap or restarted:
                 current = Draft(scope=scope, job=job, start=when, last=when)
                 drafts.append(current)
             current.members.append(item)
             current.last = max(current.last, when)
-    # A job's incident that holds only symptoms and no fault can still be explained by
-    # hardware on its footprint; incidents made of evidence-free noise do not exist.
+    _attach(drafts, unplaced)
     return drafts
+
+
+def _attach(drafts: list[Draft], unplaced: Sequence[tuple[str, datetime, Item]]) -> None:
+    """Events timed on receipt join an incident their scope has near that moment, but never
+    open one: in a backfill their receive time is not when anything happened. A watchdog
+    timeout received with its incident also tells when the hang began (receipt − elapsed),
+    so timeouts go first and widen the incident back to that moment for the rest."""
+    ordered = sorted(unplaced, key=lambda entry: entry[2].event["kind"] != "nccl_timeout")
+    for scope, when, item in ordered:
+        near = [d for d in drafts if d.scope == scope and d.start - GAP <= when <= d.last + GAP]
+        if near:
+            draft = min(near, key=lambda d: abs((d.start - when).total_seconds()))
+            draft.members.append(item)
+            draft.start = min(draft.start, effective_time(item))
 
 
 def _evidence(draft: Draft, hardware: Sequence[Item], cluster: Cluster, placement: Placement | None) -> list[Item]:
@@ -183,21 +223,29 @@ def _touches(item: Item, reach: frozenset[str], topology: Topology | None) -> bo
     return False
 
 
+# A part takes its host's blame only with one piece of evidence at least this strong.
+PART_EVIDENCE = 0.3
+
+
 def _combine(votes: Sequence[Vote]) -> dict[str, dict]:
     """Votes → per-component total score, evidence and the most specific cause named."""
     totals: dict[str, dict] = {}
     for vote in votes:
-        entry = totals.setdefault(vote.component, {"score": 0.0, "evidence": [], "causes": defaultdict(float), "rules": set()})
+        entry = totals.setdefault(vote.component, {"score": 0.0, "evidence": [], "causes": defaultdict(float), "rules": set(),
+                                                   "strongest": 0.0})
         entry["score"] += vote.score
+        if vote.rule != "silence":
+            entry["strongest"] = max(entry["strongest"], vote.score)
         entry["evidence"].extend(vote.evidence)
         entry["rules"].add(vote.rule)
         if vote.cause:
             entry["causes"][vote.cause] += vote.score
     # A host blamed as a whole yields to a part of it that has its own evidence: the
     # part is the more precise root (a dead GPU silences its host's ranks too).
+    # Weak noise on a part (a corrected error, a warning) does not make it the host's root.
     parts_of: dict[str, list[str]] = defaultdict(list)
     for component, entry in totals.items():
-        if "/" in component and "~" not in component and "hardware" in entry["rules"]:
+        if "/" in component and "~" not in component and entry["strongest"] >= PART_EVIDENCE:
             parts_of[component.split("/", 1)[0]].append(component)
     for component in sorted(totals, key=lambda c: -totals[c]["score"]):
         if "/" in component or "~" in component:
@@ -221,8 +269,10 @@ def _pick_cause(entry: dict) -> str:
     return max(sorted(pool), key=lambda c: pool[c]) if pool else "unknown"
 
 
-def _action(component: str | None, cause: str, draft: Draft, cluster: Cluster, placement: Placement | None) -> dict:
-    """What on-call should do: evict a replica, restart, replace a link, roll back, or nothing."""
+def _action(component: str | None, cause: str, draft: Draft, cluster: Cluster, placement: Placement | None,
+            cost: dict | None) -> dict:
+    """What on-call should do: evict a replica, restart, replace a link, roll back, or nothing;
+    between evicting and restarting, the cheaper in GPU-hours (`attribution/pricing.py`)."""
     category = category_of(cause)
     topology = cluster.topology
     kind = topology.type_of(component) if topology is not None and component else None
@@ -233,20 +283,50 @@ def _action(component: str | None, cause: str, draft: Draft, cluster: Cluster, p
         return {"kind": "rollback", "target": draft.job, "detail": "roll back to the last checkpoint before the anomaly and replay"}
     if component and "~" in component:
         return {"kind": "replace", "target": component, "detail": f"replace the cable or transceiver of {component}"}
+    priced = f" ({_priced(cost)})" if cost else ""
     if kind == "switch":
         return {"kind": "restart", "target": draft.job or component,
-                "detail": f"repair or replace switch {component}; restart the job from its last checkpoint"}
+                "detail": f"repair or replace switch {component}; restart the job from its last checkpoint{priced}"}
     if cause in ("nvswitch",) or kind == "nvswitch":
         return {"kind": "restart", "target": draft.job or host,
-                "detail": f"{host}'s NVLink domain is broken: drain {host} and restart the job from its last checkpoint"}
+                "detail": f"{host}'s NVLink domain is broken: drain {host} and restart the job from its last checkpoint{priced}"}
+    if category == "software" and component:
+        return {"kind": "restart", "target": draft.job or host,
+                "detail": f"fix or retry the failing code on {component} and restart the job from its last checkpoint; "
+                          "the hardware is not suspect"}
     if category in ("software", "unknown") or host is None:
         return {"kind": "restart", "target": draft.job or host, "detail": "restart the job from its last checkpoint"}
+    if cost is not None and cost["cheaper"] == "restart":
+        return {"kind": "restart", "target": draft.job or host,
+                "detail": f"drain {host} and restart the job from its last checkpoint on a spare{priced}"}
     replica = ""
     if placement is not None and host in placement.hosts():
         ranks = placement.host_ranks(host)
         dp = sorted({placement.coordinates(rank).get("dp", 0) for rank in ranks})
         replica = f" (data-parallel replica {', '.join(map(str, dp))}, ranks {ranks[0]}–{ranks[-1]})"
-    return {"kind": "evict", "target": host, "detail": f"evict {host}{replica}, drain it for repair, and continue"}
+    return {"kind": "evict", "target": host, "detail": f"evict {host}{replica}, drain it for repair, and continue{priced}"}
+
+
+def _priced(cost: dict) -> str:
+    return (f"evicting costs {cost['evict_gpu_hours']:g} GPU-h at n−{cost['inputs']['evicted_gpus']}, "
+            f"restarting {cost['restart_gpu_hours']:g} GPU-h")
+
+
+def _cost(component: str | None, cause: str, draft: Draft, lifecycle: Sequence[Item],
+          placement: Placement | None, failed_at: datetime) -> dict | None:
+    """Evict versus restart in GPU-hours, for a job whose layout is known."""
+    if placement is None or not component or "~" in component or draft.planned:
+        return None
+    host = component.split("/")[0]
+    if host not in placement.hosts():
+        return None
+    per_replica = placement.world_size // max(1, placement.sizes.get("dp", 1))
+    replicas = {placement.coordinates(rank).get("dp", 0) for rank in placement.host_ranks(host)}
+    job_events = [i for i in lifecycle if i.event.get("job") == draft.job]
+    saved = max((i.time for i in job_events if i.event["kind"] == "checkpoint_save" and i.time <= failed_at), default=None)
+    restarted = next((i.time for i in job_events if i.time > draft.last and i.event["kind"] in ("job_start", "job_restart")), None)
+    return pricing.price(world=placement.world_size, evicted=len(replicas) * per_replica, category=category_of(cause),
+                         failed_at=failed_at, last_checkpoint=saved, restarted_at=restarted)
 
 
 def _explain(draft: Draft, component: str | None, cause: str, evidence_items: list[Item], action: dict) -> str:
@@ -260,7 +340,14 @@ def _explain(draft: Draft, component: str | None, cause: str, evidence_items: li
         attrs = first.event.get("attrs") or {}
         code = f" XID {attrs['xid']}" if "xid" in attrs else f" SXid {attrs['sxid']}" if "sxid" in attrs else ""
         seen = f" ({first.event['kind']}{code} at {first.time:%H:%M:%S})"
+    raised = next((i for i in sorted(evidence_items, key=lambda i: i.time) if i.event["kind"] == "job_fail"
+                   and (i.event.get("attrs") or {}).get("reason")), None)
+    if raised is not None:  # the rank's own exception says what went wrong better than a code
+        seen = f" (rank {raised.event.get('rank')} raised \"{str(raised.event['attrs']['reason'])[:160]}\" at {raised.time:%H:%M:%S})"
     tail = f"; {draft.symptoms} symptoms on {draft.hosts} hosts followed" if draft.symptoms else ""
+    silent = not evidence_items and draft.symptoms
+    if silent:
+        seen = " (it fell silent while the others waited for it)"
     return f"{component}: {what}{seen}{tail}; {action['detail']}."
 
 
@@ -285,6 +372,13 @@ def _interruption(draft: Draft, lifecycle: Sequence[Item], cluster: Cluster, pla
     return {"start": failed_at, "end": ended, "gpus": gpus, "gpu_hours_lost": round(lost["gpu_hours_lost"], 3)}
 
 
+def _hang_start(draft: Draft) -> datetime:
+    """When the job hung: the median of its watchdogs' hang starts (one skewed host does not
+    move it), else the incident's start."""
+    starts = sorted(effective_time(i) for i in draft.members if i.event["kind"] == "nccl_timeout")
+    return starts[len(starts) // 2] if len(starts) >= 3 else draft.start
+
+
 def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item], cluster: Cluster) -> None:
     """Fill a draft's root cause, candidates, action and interruption from the evidence."""
     placement = cluster.placement(draft.job) if draft.job else None
@@ -293,13 +387,16 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
     symptoms = [item for item in draft.members if item.signal.role == "symptom"]
     maintenance = [item for item in draft.members if item.signal.role == "maintenance"]
     lost = [item for item in draft.evidence if item.event["kind"] == "host_heartbeat"]
+    hung = _hang_start(draft)
     votes: list[Vote] = [
-        *evidence.hardware([i for i in draft.evidence if i.event["kind"] != "host_heartbeat"], draft.start, topology),
+        *evidence.hardware([i for i in draft.evidence if i.event["kind"] != "host_heartbeat"], hung, topology,
+                           evidence.waiting(symptoms, placement)),
         *evidence.flapping(draft.evidence, topology),
         *evidence.common_component(draft.evidence, topology),
         *evidence.silence(symptoms, placement, lost),
         *evidence.sequence_lag(symptoms, placement),
         *evidence.peers(symptoms, cluster, placement),
+        *evidence.exceptions(symptoms, placement),
     ]
     if maintenance:
         draft.planned = any((i.event.get("attrs") or {}).get("planned") for i in maintenance)
@@ -316,15 +413,27 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
         entry = totals[root]
         cause = _pick_cause(entry)
         evidence_ids = sorted(set(entry["evidence"]))
-        confidence = round(entry["score"] / total_score * min(1.0, entry["score"]), 4)
+        runner_up = totals[ranked[1]]["score"] if len(ranked) > 1 else 0.0
+        confidence = _confidence(entry["score"], runner_up, entry["rules"])
     else:
         root, evidence_ids = None, []
         cause = "silent_data_corruption" if anomalies else "nccl_watchdog"
         confidence = 0.0
         evidence_ids = [i.id for i in anomalies]
-    draft.action = _action(root, cause, draft, cluster, placement)
     cited = [i for i in (*draft.evidence, *draft.members) if i.id in set(evidence_ids)]
     first = min(cited, key=effective_time) if cited else None
+    # The failure happened at the root's first evidence when there is one, else at the hang start.
+    began = min(draft.start, hung)
+    near = first is not None and began - LOOKBACK <= effective_time(first) <= draft.last
+    failed_at = effective_time(first) if near else began
+    draft.interruption = _interruption(draft, lifecycle, cluster, placement, failed_at)
+    cost = _cost(root, cause, draft, lifecycle, placement, failed_at)
+    draft.action = _action(root, cause, draft, cluster, placement, cost)
+    if cost is not None:
+        draft.action["cost"] = cost
+    explanation = _explain(draft, root, cause, cited, draft.action)
+    if confidence < LOW_CONFIDENCE:
+        explanation += " " + _would_settle(draft, ranked, placement)
     draft.root_cause = {
         "component": root,
         "kind": first.event["kind"] if first else None,
@@ -332,22 +441,109 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
         "cause": cause,
         "confidence": confidence,
         "evidence": evidence_ids[:50],
-        "explanation": _explain(draft, root, cause, cited, draft.action),
+        "explanation": explanation,
     }
-    # The failure happened at the root's first evidence when there is one, else at the hang start.
-    near = first is not None and draft.start - LOOKBACK <= effective_time(first) <= draft.last
-    failed_at = effective_time(first) if near else draft.start
-    draft.interruption = _interruption(draft, lifecycle, cluster, placement, failed_at)
+
+
+# Below this confidence the explanation says what evidence would settle the root.
+LOW_CONFIDENCE = 0.6
+
+
+def _confidence(score: float, runner_up: float, rules: set[str]) -> float:
+    """How likely the top candidate is right: its lead over the next and the strength of its
+    own evidence (calibrated on `faultgraph eval`; attribution/README.md has the table)."""
+    lead = (score - runner_up) / score if score > 0 else 0.0
+    strength = min(1.0, score / 1.5)
+    independent = min(1.0, len(rules - {"silence"}) / 2 + 0.5) if rules - {"silence"} else 0.6
+    return round(max(0.0, min(0.99, lead * strength * independent)), 4)
+
+
+def _would_settle(draft: Draft, ranked: list[str], placement: Placement | None) -> str:
+    """What on-call could look at to settle a low-confidence root."""
+    if not ranked:
+        return ("To settle it: the flight-recorder dump (TORCH_NCCL_TRACE_BUFFER_SIZE) of the ranks that "
+                "did not time out, or py-spy stacks of every rank.")
+    hosts = sorted({c.split("/")[0].split("~")[0] for c in ranked[:3]})
+    return (f"To settle it: the kernel log and BMC event log of {', '.join(hosts)}, and the flight-recorder "
+            "dump of their ranks.")
+
+
+def _type(draft: Draft, lifecycle: Sequence[Item], until: datetime | None = None) -> str | None:
+    """SPEC §5: an interruption needs evidence the job stopped (its ranks' timeouts or errors,
+    a job_fail, a restart); hardware that needs repair but stopped
+    nothing is a fault; anything else (a link flap ridden out) is no incident."""
+    if draft.planned or any(i.signal.role in ("symptom", "maintenance") or i.event["kind"] == "train_anomaly"
+                            for i in draft.members):
+        return "interruption"
+    if draft.job and _restarted(draft, lifecycle, until):
+        return "interruption"
+    # Only a part that failed outright (critical: off the bus, uncorrectable, fatal) needs
+    # repair on its own; an error-level event a running job survived (a soft lockup, an I/O
+    # timeout, a degraded PSU redundancy) stays evidence on the timeline.
+    repairs = [i for i in draft.members if i.signal.role == "fault" and i.signal.weight >= SEVERITY_WEIGHT["critical"]]
+    return "fault" if repairs else None
+
+
+def _restarted(draft: Draft, lifecycle: Sequence[Item], until: datetime | None) -> bool:
+    """Whether the job was (re)started after the fault and before its next incident: it
+    had stopped."""
+    return any(i.event.get("job") == draft.job and i.event["kind"] in ("job_start", "job_restart")
+               and timedelta(0) < i.time - draft.last <= LONG_GAP and (until is None or i.time < until)
+               for i in lifecycle)
+
+
+def _flaps_ridden_out(items: list[Item]) -> list[Item]:
+    """A link that dropped and came back within `LOOKAHEAD` is evidence, not a fault: jobs
+    ride such flaps out (NCCL retries). Several such flaps close together stay faults (a
+    flapping cable), and so does a drop that lasted."""
+    links: dict[str, list[Item]] = defaultdict(list)
+    for item in items:
+        if item.event["kind"] == "nic_link":
+            links[item.component].append(item)
+    ridden = set()
+    for events in links.values():
+        events.sort(key=lambda i: i.time)
+        ups = [i.time for i in events if (i.event.get("attrs") or {}).get("state") == "up"]
+        recovered = [i for i in events if (i.event.get("attrs") or {}).get("state") == "down"
+                     and any(timedelta(0) <= up - i.time <= LOOKAHEAD for up in ups)]
+        for down in recovered:
+            if not any(other is not down and abs(other.time - down.time) <= GAP for other in recovered):
+                ridden.add(down.id)
+    return [replace(i, signal=replace(i.signal, role="evidence", interrupts=False, weight=RIDDEN_OUT_WEIGHT))
+            if i.id in ridden else i for i in items]
+
+
+# A flap the link recovered from weighs like a warning.
+RIDDEN_OUT_WEIGHT = 0.15
+
+
+def _next_starts(drafts: Sequence[Draft]) -> dict[int, datetime]:
+    """For each draft, when the next one of its scope starts."""
+    by_scope: dict[str, list[Draft]] = defaultdict(list)
+    for draft in drafts:
+        by_scope[draft.scope].append(draft)
+    following = {}
+    for group in by_scope.values():
+        group.sort(key=lambda d: d.start)
+        for before, after in zip(group, group[1:]):
+            following[id(before)] = after.start
+    return following
 
 
 def analyse(events: Sequence[dict], cluster: Cluster) -> list[Draft]:
     """Incidents of a window of events (sorted by time, then id)."""
-    items = _items(events, cluster)
+    items, offsets = _items(events, cluster)
+    items = _flaps_ridden_out(items)
     hardware = [i for i in items if i.signal.role in ("fault", "evidence")]
     lifecycle = sorted((i for i in items if i.signal.role == "lifecycle"), key=lambda i: (i.time, i.id))
     drafts = _group(items, cluster)
+    following = _next_starts(drafts)
     for draft in drafts:
         attribute(draft, hardware, lifecycle, cluster)
+        draft.type = _type(draft, lifecycle, following.get(id(draft))) or ""
+        hosts = {i.event["host"] for i in (*draft.members, *draft.evidence)}
+        draft.clock_offsets = {h: round(offsets[h].total_seconds(), 3) for h in sorted(hosts & offsets.keys())}
+    drafts = [d for d in drafts if d.type]
     # A fault on an idle host that a job's incident already explains (a spare host's port
     # on the leaf that died) is part of that incident, not an interruption of its own.
     explained = {item.id for draft in drafts if draft.job for item in draft.evidence}

@@ -66,25 +66,45 @@ def component_cause(item: Item, topology: Topology | None) -> str:
     return cause
 
 
-def hardware(items: Iterable[Item], hang_start: datetime, topology: Topology | None) -> list[Vote]:
-    """Hardware events near the hang start, weighted by severity and closeness in time."""
+# Weak evidence on a part whose rank was demonstrably alive (it reported waiting like the
+# others) counts this much: a corrected error there did not stop the job.
+ALIVE_DISCOUNT = 0.25
+
+
+def hardware(items: Iterable[Item], hang_start: datetime, topology: Topology | None,
+             alive: frozenset[str] = frozenset()) -> list[Vote]:
+    """Hardware events near the hang start, weighted by severity and closeness in time;
+    non-fatal ones on GPUs whose ranks were still waiting in the collective weigh less."""
     votes = []
     for item in items:
         if item.component and item.signal.weight > 0:
             score = item.signal.weight * proximity(item.time, hang_start)
+            if item.signal.role != "fault" and item.component in alive:
+                score *= ALIVE_DISCOUNT
             votes.append(Vote(item.component, score, "hardware", component_cause(item, topology), [item.id]))
     return votes
 
 
+# A drop the link recovered from within this long is one flap.
+FLAP_BACK = timedelta(minutes=5)
+
+
 def flapping(items: Iterable[Item], topology: Topology | None, *, min_downs: int = 2) -> list[Vote]:
-    """A NIC whose link went down repeatedly: blame its cable (the link to its switch)."""
+    """A NIC whose link went down and came back repeatedly: blame its cable (the link to
+    its switch). A link that went down and stayed down is the NIC's or the switch's."""
     downs: dict[str, list[Item]] = defaultdict(list)
+    ups: dict[str, list[datetime]] = defaultdict(list)
     for item in items:
-        if item.event["kind"] == "nic_link" and (item.event.get("attrs") or {}).get("state") == "down" and item.component:
-            downs[item.component].append(item)
+        state = (item.event.get("attrs") or {}).get("state")
+        if item.event["kind"] == "nic_link" and item.component:
+            if state == "down":
+                downs[item.component].append(item)
+            elif state == "up":
+                ups[item.component].append(item.time)
     votes = []
     for nic, events in downs.items():
-        if len(events) < min_downs:
+        cycles = [e for e in events if any(timedelta(0) <= up - e.time <= FLAP_BACK for up in ups[nic])]
+        if len(events) < min_downs or len(cycles) < min_downs:
             continue
         switches = [n for n in (topology.neighbours(nic) if topology else []) if topology.type_of(n) == "switch"]
         target = link_id(nic, switches[0]) if switches else nic
@@ -118,13 +138,25 @@ def common_component(items: Sequence[Item], topology: Topology | None, *, min_me
     return votes
 
 
+def waiting(symptoms: Sequence[Item], placement: Placement | None) -> frozenset[str]:
+    """The GPUs whose ranks reported waiting in the hung collective: alive at the hang."""
+    if placement is None:
+        return frozenset()
+    ranks = {item.event.get("rank") for item in symptoms if item.event["kind"] == "nccl_timeout"}
+    return frozenset(gpu for gpu in (placement.rank_to_gpu(r) for r in ranks if isinstance(r, int)) if gpu)
+
+
 def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: Iterable[Item] = ()) -> list[Vote]:
     """Ranks that said nothing while most of their peers timed out, and hosts gone quiet.
 
     Whole hosts silent point at the host; a few silent ranks on an otherwise talking host
     point at their GPUs.
     """
-    votes = [Vote(item.event["host"], item.signal.weight, "silence", item.signal.cause, [item.id]) for item in lost_hosts]
+    # A lost heartbeat counts only for a host none of whose ranks spoke: a host whose ranks
+    # report timeouts was up, and only its agent paused.
+    talking = {item.event["host"] for item in symptoms}
+    votes = [Vote(item.event["host"], item.signal.weight, "silence", SILENT_HOST_CAUSE, [item.id])
+             for item in lost_hosts if item.event["host"] not in talking]
     if placement is None:
         return votes
     reporting = {item.event.get("rank") for item in symptoms if item.event["kind"] in ("nccl_timeout", "nccl_error")}
@@ -140,10 +172,36 @@ def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: I
         by_host[placement.host_of(rank)].append(rank)
     for host, ranks in by_host.items():
         if len(ranks) == len(placement.host_ranks(host)) and len(ranks) > 1:
-            votes.append(Vote(host, 0.8, "silence"))
+            votes.append(Vote(host, 0.8, "silence", SILENT_HOST_CAUSE))
         else:
+            # A rank alone gone quiet on a host whose other ranks talk: its process stopped
+            # (a dataloader deadlock, a crash) unless hardware on its GPU says otherwise.
             for rank in ranks:
-                votes.append(Vote(placement.rank_to_gpu(rank), 0.6 / len(ranks), "silence"))
+                votes.append(Vote(placement.rank_to_gpu(rank), 0.6 / len(ranks), "silence", "software_bug"))
+    return votes
+
+
+# A whole host that went quiet without a word (its agent died with it): the host itself,
+# its board or power; `cpu` and the like win where its last lines name them.
+SILENT_HOST_CAUSE = "chassis"
+# Exceptions raised this close to the first one are the same failure seen on several ranks.
+SAME_FAILURE = timedelta(seconds=30)
+
+
+def exceptions(symptoms: Sequence[Item], placement: Placement | None) -> list[Vote]:
+    """A rank's own exception (a Python traceback: CUDA out of memory, an illegal memory
+    access, a failed assertion) is the root of the timeouts that follow on the other ranks:
+    its process died, so they waited for it. The first raisers share the blame."""
+    raised = sorted((i for i in symptoms if i.event["kind"] == "job_fail" and i.event.get("rank") is not None
+                     and i.signal.cause not in ("nccl_watchdog", "unknown")), key=lambda i: (i.time, i.id))
+    if not raised:
+        return []
+    first = [i for i in raised if i.time - raised[0].time <= SAME_FAILURE]
+    votes = []
+    for item in first:
+        rank = item.event["rank"]
+        target = (placement.rank_to_gpu(rank) if placement else None) or item.component or item.event["host"]
+        votes.append(Vote(target, 1.5 / len(first), "exception", item.signal.cause, [item.id]))
     return votes
 
 
@@ -191,6 +249,16 @@ def peers(symptoms: Sequence[Item], resolver: Peers | None, placement: Placement
             named[target].add(item.event["host"])
             evidence[target].append(item.id)
     reporters = len({item.event["host"] for item in symptoms if item.event["kind"] == "nccl_error"})
+    # Several NICs of one host named at once: the host behind them stopped, not each NIC.
+    by_host: dict[str, list[str]] = defaultdict(list)
+    for target in named:
+        if "/" in target and "~" not in target:
+            by_host[target.split("/", 1)[0]].append(target)
+    for host, nics in by_host.items():
+        if len(nics) >= 2:
+            for nic in nics:
+                named[host] = named.get(host, set()) | named.pop(nic)
+                evidence[host] = evidence.get(host, []) + evidence.pop(nic)
     votes = []
     for target, hosts in named.items():
         if len(hosts) >= 2 or reporters == 1:

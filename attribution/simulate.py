@@ -72,6 +72,10 @@ _SXID_FATAL = (
 )
 _OPS = ("ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "BROADCAST")
 _TRAILING_NUMBER = re.compile(r"\d+$")
+_GLOG_STAMP = re.compile(r"\[[EWIF]\d{3,4} ")
+# What services post (scheduler, launcher, trainer, liveness) is on their clocks, not a host's.
+_SERVICE_POSTED = frozenset({"job_start", "job_fail", "job_restart", "job_end", "checkpoint_save",
+                             "host_heartbeat", "maintenance"})
 
 
 @dataclass
@@ -202,6 +206,8 @@ class _Builder:
         self.leaf_of: dict[str, str] = {}  # nic → leaf
         self.on_leaf: dict[str, list[str]] = {}  # leaf → nics
         self.quiet: dict[str, list[tuple[datetime, datetime]]] = {}  # host → down windows
+        # host → how far its clock is ahead: its own stamps (kernel, glog, agent readings) carry it
+        self.skew: dict[str, timedelta] = {}
         self._index(start)
 
     # ------------------------------------------------------------------ topology index
@@ -265,7 +271,10 @@ class _Builder:
             body["job"] = job
         if message:
             body["message"] = message
-        self._put(t, {"type": "event", "event": body})
+        record: dict[str, Any] = {"type": "event", "event": body}
+        if kind not in _SERVICE_POSTED and host in self.skew:
+            record["clock"] = self.skew[host]  # an agent's reading, stamped by the host's clock
+        self._put(t, record)
 
     def kernel(self, t: datetime, host: str, text: str, expect: dict[str, Any] | None) -> None:
         self.log(t, host, "kmsg", self._syslog(t, host, "kernel", text), expect)
@@ -276,6 +285,7 @@ class _Builder:
 
     def _syslog(self, t: datetime, host: str, tag: str, text: str) -> str:
         h = self.hosts[host]
+        t = t + self.skew.get(host, timedelta(0))
         if not h.classic_syslog:
             return f"{t:%Y-%m-%dT%H:%M:%S.%f}+00:00 {host} {tag}: {text}"
         stamp = f"{t:%b} {t.day:2d} {t:%H:%M:%S}"
@@ -287,7 +297,9 @@ class _Builder:
              expect: dict[str, Any] | None) -> None:
         """A ProcessGroupNCCL line as torchrun relays it (`[rankN]:` + glog header)."""
         tid = job.pid_base + job.placement.slots[rank].gpu + 180
-        line = f"[rank{rank}]:[E{t:%m%d %H:%M:%S.%f} {tid} {where}] {_PG.format(rank=rank)} {text}"
+        stamp = t + self.skew.get(job.placement.host_of(rank), timedelta(0))
+        # glog does not pad the month: 7 February is E207 (SPEC §8)
+        line = f"[rank{rank}]:[E{stamp.month}{stamp:%d %H:%M:%S.%f} {tid} {where}] {_PG.format(rank=rank)} {text}"
         self.log(t, job.placement.host_of(rank), "train", line, expect)
 
     def nccl(self, t: datetime, job: _Job, rank: int, where: str, text: str,
@@ -304,10 +316,15 @@ class _Builder:
         for n, (t, _, record) in enumerate(sorted(self.items, key=lambda item: (item[0], item[1]))):
             stamp = iso(t)
             if record["type"] == "event":
-                event = {"time": stamp, **record["event"], "id": f"sim{self.seed}-{n:07d}"}
+                own = iso(t + record["clock"]) if "clock" in record else stamp
+                event = {"time": own, **record["event"], "id": f"sim{self.seed}-{n:07d}"}
                 out.append({"type": "event", "time": stamp, "event": event})
             else:
-                out.append({"type": "log", "time": stamp, **record})
+                # a line stamped by its host's clock says so (`clock_s`, seconds ahead)
+                skew = self.skew.get(record["host"])
+                stamped = record["source"] != "train" or _GLOG_STAMP.search(record["line"][:40])
+                extra = {"clock_s": skew.total_seconds()} if skew and stamped else {}
+                out.append({"type": "log", "time": stamp, **record, **extra})
         return out
 
     # ------------------------------------------------------------------ small helpers

@@ -28,6 +28,7 @@ LOG_KINDS = (
     "gpu_xid", "gpu_ecc", "gpu_thermal", "nvlink_error", "nvswitch_error", "nic_link",
     "nic_error", "pcie_aer", "nccl_timeout", "nccl_error", "host_mce", "host_mem_ecc",
     "host_kernel", "host_oom", "host_disk", "host_power", "train_anomaly",
+    "job_fail",  # a rank's own exception: its traceback's last line
 )
 
 
@@ -68,6 +69,9 @@ class Rule:
     component: str | None = None  # template over host and attrs, e.g. "{host}/{device}"
     derive: dict[str, tuple[str, str]] = field(default_factory=dict)  # attr -> (map, from attr)
     severity_from: tuple[str, str] | None = None  # (map, attr): the line's own word sets severity
+    # Only a line a launcher's prefix ties to a rank: an application's own message is a
+    # fault of that rank when the launcher says whose it is, noise otherwise.
+    needs_rank: bool = False
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,7 @@ def _rules(data: dict[str, Any], maps: dict[str, dict[str, str]]) -> tuple[Rule,
             source=r["source"], example=r["example"], attrs=dict(r.get("attrs", {})),
             codes=r.get("codes"),
             component=r.get("component"), derive=derive, severity_from=severity_from,
+            needs_rank=bool(r.get("needs_rank", False)),
         ))
     return tuple(rules)
 

@@ -24,16 +24,17 @@ from datetime import datetime, timezone, tzinfo
 from typing import Any
 
 from faultgraph.ingest import catalogue
-from faultgraph.ingest.prefixes import Prefixed, strip_prefix
+from faultgraph.ingest.prefixes import Prefixed, has_prefix, strip_prefix
 from faultgraph.ingest.timestamps import as_utc, split_timestamp
 
 _CAT = catalogue.load()
 # Bytes that are not part of a word (ASCII other than letters, digits, "_") become spaces.
 _WORD_BYTES = bytes(c if c >= 128 or c == 95 or chr(c).isalnum() else 32 for c in range(256))
 _KEYWORDS = frozenset(k.encode() for r in _CAT.rules for k in r.keywords)
+_NO_PREFIX = Prefixed("")
 # Kinds a training process reports: only there does a launcher's prefix name a rank.
 _PROCESS_KINDS = frozenset({"nccl_timeout", "nccl_error", "gpu_ecc", "nvlink_error", "nic_error",
-                            "train_anomaly"})
+                            "train_anomaly", "job_fail"})
 # keyword -> positions of the rules that name it, so a line tries only its candidates.
 _RULES_BY_KEYWORD = {k: tuple(i for i, r in enumerate(_CAT.rules) if k.decode() in r.keywords)
                      for k in _KEYWORDS}
@@ -57,21 +58,26 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
         return None
     candidates = sorted({i for k in _KEYWORDS.intersection(words) for i in _RULES_BY_KEYWORD[k]})
     received = as_utc(received) if received else datetime.now(timezone.utc)
-    prefixed = strip_prefix(line)
-    time, header_host, message = split_timestamp(prefixed.text, received=received,
-                                                 boot_time=boot_time, zone=zone)
-    if not prefixed.key and message is not line:  # a launcher's prefix inside a syslog line
-        prefixed = strip_prefix(message)
+    prefixed = strip_prefix(line) if has_prefix(line) else _NO_PREFIX
+    time, header_host, message = split_timestamp(prefixed.text if prefixed.key else line,
+                                                 received=received, boot_time=boot_time, zone=zone)
+    if not prefixed.key and message is not line and has_prefix(message):
+        prefixed = strip_prefix(message)  # a launcher's prefix inside a syslog line
         message = prefixed.text
     for i in candidates:
         rule = _CAT.rules[i]
+        if rule.needs_rank and prefixed.rank is None:
+            continue
         match = rule.regex.search(message)
         if match:
             try:
-                return _event(rule, match, message, time or received, header_host or host,
-                              source, prefixed)
+                event = _event(rule, match, message, time or received, header_host or host,
+                               source, prefixed)
             except ValueError:  # a number too long for int(): not a line a driver wrote
                 continue
+            if time is None:  # the engine must not place a backfill's storm at its receipt
+                event["attrs"]["time_source"] = "received"
+            return event
     return None
 
 

@@ -17,7 +17,7 @@ can be told apart (`Prefixed.key`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _SRUN = re.compile(r" {0,7}(\d{1,6}): ")
 _MPI = re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>: ?")
@@ -30,11 +30,16 @@ _HOST = re.compile(r"([A-Za-z0-9][\w.-]{0,62}): (?=\[rank\d|\[default\d|\[\d{4}-
                    r"\[[IWEF]\d{3,4} |\[\d+,\d+\]<std|\s{0,7}\d{1,6}: |[\w.-]+:\d+:\d+ \[\d+\] |"
                    r"  +\S|Traceback \(most recent call last\):|"
                    r"[A-Za-z_][\w.]*(?:Error|Exception|Interrupt):)")
-_STARTS = frozenset(" 0123456789[abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+# One cheap test that rejects nearly every line with no prefix (one C-level match).
+_MAYBE = re.compile(r" {0,7}\d{1,6}: |\[(?:rank\d|[a-z_]+\d+\]:|\d+,\d+\]<)|[A-Za-z0-9][\w.-]{0,62}: [\[ \dTA-Za-z_]")
 
 
-@dataclass(frozen=True, slots=True)
-class Prefixed:
+def has_prefix(line: str) -> bool:
+    """Whether `line` may start with a launcher prefix (False: it certainly does not)."""
+    return _MAYBE.match(line) is not None
+
+
+class Prefixed(NamedTuple):
     """A line without its launcher prefixes, and what they said.
 
     `rank` is the job's global rank: PyTorch's `[rankN]:`, else OpenMPI's rank, else the
@@ -53,7 +58,7 @@ class Prefixed:
 
 def strip_prefix(line: str) -> Prefixed:
     """`line` without the launcher prefixes it starts with (any number, any order)."""
-    if not line or line[0] not in _STARTS:
+    if _MAYBE.match(line) is None:
         return Prefixed(line)
     pos = 0
     rank = local_rank = task = mpi_rank = None

@@ -24,13 +24,12 @@ once it has been open `max_wait_s` of wall time, so a stuck record cannot hold t
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone, tzinfo
 from typing import Any
 
 from faultgraph.ingest.parse import parse_line
-from faultgraph.ingest.prefixes import Prefixed, strip_prefix
+from faultgraph.ingest.prefixes import Prefixed, has_prefix, strip_prefix
 from faultgraph.ingest.timestamps import split_timestamp
 
 __all__ = ["Prefixed", "Record", "RecordGrouper", "group_lines", "strip_prefix"]
@@ -53,14 +52,14 @@ _KERNEL_DETAIL = re.compile(
     r"---\[ end (?:trace|Kernel panic)|Kernel Offset:|Rebooting in|"
     r"(?:[0-9a-f]{16} ?){2,}|$)")
 _KERNEL_FRAME = re.compile(r"(?:\? )?(?:\[<[0-9a-f]+>\] )?(?:\? )?([\w.$]+\+0x[0-9a-f]+/0x[0-9a-f]+)")
-_HW_BLOCK = re.compile(r"(?:mce: |\{\d+\})?\[Hardware Error\]:|mce: CPU\d+: |EDAC \w+ MC\d+: HANDLING MCE")
+_HW_BLOCK = re.compile(r"(?:mce: |\{\d+\})?\[Hardware Error\]:|mce: CPU\d+: |"
+                       r"EDAC \w+ MC\d+: (?:HANDLING MCE|CPU \d+: Machine Check|TSC |ADDR |MISC |PROCESSOR )")
 _KERNEL_KINDS = frozenset({"host_kernel", "host_mce", "host_oom", "host_mem_ecc"})
 # The driver's fallen-off-the-bus notice is one message printed as three "NVRM:" lines.
 _NVRM_BLOCK = "NVRM: The NVIDIA GPU "
 _NVRM_LINES = 4
 
 
-@dataclass
 class Record:
     """Lines that say one thing, and the event they give (None when they give none).
 
@@ -68,21 +67,27 @@ class Record:
     (the agent's line positions, a document's line numbers), `head` the offset in `lines`
     of the line whose event it is, `kind` one of `line`, `traceback`, `kernel`,
     `hardware_error`, `nvrm` (the driver's three-line fallen-off-the-bus notice), `key`
-    the launcher prefix the lines share.
+    the launcher prefix the lines share; `frames` (traceback frames or call-trace symbols)
+    and `details` (a hardware-error block's detail lines) as the event's attrs carry them.
+    A plain slotted class: one is made for every line read, so it must be cheap.
     """
 
-    lines: list[str]
-    tags: list[Any]
-    kind: str = "line"
-    key: str = ""
-    head: int | None = None
-    event: dict[str, Any] | None = None
-    opened: float = 0.0
-    frames: list[str] = field(default_factory=list)
-    details: list[str] = field(default_factory=list)
-    done: bool = False
-    received: datetime | None = None
-    boot_time: datetime | None = None
+    __slots__ = ("lines", "tags", "kind", "key", "head", "event", "opened", "frames",
+                 "details", "done", "received", "boot_time")
+
+    def __init__(self, lines: list[str], tags: list[Any], kind: str = "line", key: str = "",
+                 head: int | None = None, event: dict[str, Any] | None = None,
+                 opened: float = 0.0, received: datetime | None = None,
+                 boot_time: datetime | None = None) -> None:
+        self.lines, self.tags, self.kind, self.key = lines, tags, kind, key
+        self.head, self.event, self.opened = head, event, opened
+        self.received, self.boot_time = received, boot_time
+        self.frames: list[str] = []
+        self.details: list[str] = []
+        self.done = False
+
+    def __repr__(self) -> str:
+        return f"Record(kind={self.kind!r}, key={self.key!r}, lines={len(self.lines)}, event={self.event is not None})"
 
 
 class RecordGrouper:
@@ -108,13 +113,15 @@ class RecordGrouper:
     def __len__(self) -> int:
         return len(self._open)
 
-    def feed(self, line: str, *, tag: Hashable | Any = None, received: datetime | None = None,
+    def feed(self, line: str, *, tag: Any = None, received: datetime | None = None,
              boot_time: datetime | None = None, now: float = 0.0) -> list[Record]:
         """Add one line; the records it completed (possibly its own), oldest first."""
         line = line.rstrip("\r\n")
-        prefixed = strip_prefix(line)
-        key = prefixed.key
-        text = prefixed.text
+        if has_prefix(line):
+            prefixed = strip_prefix(line)
+            key, text = prefixed.key, prefixed.text
+        else:
+            key, text = "", line
         out: list[Record] = []
         record = self._open.get(key)
         if record is not None:
@@ -139,12 +146,15 @@ class RecordGrouper:
             self._open[key] = Record([line], [tag], "nvrm", key, opened=now, received=received,
                                      boot_time=boot_time)
             return out
-        event = self._parse(line, received, boot_time)
-        if event is not None and event["kind"] in _KERNEL_KINDS and self.max_lines > 1:
+        event = parse_line(line, host=self._host, source=self._source, received=received,
+                           boot_time=boot_time, zone=self._zone)
+        if event is None:
+            out.append(Record([line], [tag], "line", key))
+        elif event["kind"] in _KERNEL_KINDS and self.max_lines > 1:
             kind = "hardware_error" if _HW_BLOCK.search(text, 0, 200) else "kernel"
-            self._open[key] = Record([line], [tag], kind, key, head=0, event=event, opened=now)
-            return out
-        out.append(Record([line], [tag], "line", key, head=0 if event else None, event=event))
+            self._open[key] = Record([line], [tag], kind, key, 0, event, now)
+        else:
+            out.append(Record([line], [tag], "line", key, 0, event))
         return out
 
     def expire(self, *, now: float) -> list[Record]:

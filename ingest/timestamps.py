@@ -128,8 +128,8 @@ def _split(line: str, received: datetime, boot_time: datetime | None,
             return t, None, rest
         m = _KMSG.match(line)
         if m:
-            t = boot_time + timedelta(microseconds=int(m.group(1))) if boot_time else None
-            return t, None, line[m.end():]
+            since_boot = timedelta(microseconds=int(m.group(1)))
+            return (boot_time + since_boot if boot_time else None), None, line[m.end():]
     elif first == "[":
         m = _CTIME.match(line)
         if m:

@@ -70,7 +70,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             return cluster
 
         app.state.runner = IncidentRunner(engine, engine_view, leading=lambda: lease.held)
-        app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_env(), metrics=app.state.metrics,
+        app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_settings(settings), metrics=app.state.metrics,
                                              leading=lambda: lease.held)
 
         def after_pass(result: dict[str, int], seconds: float) -> None:

@@ -13,6 +13,7 @@ import orjson
 import sqlalchemy as sa
 import typer
 import uvicorn
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 from sqlalchemy.engine import Engine
@@ -35,6 +36,16 @@ def main() -> None:
     """faultgraph: the fault-diagnosis timeline of a GPU training cluster."""
 
 
+def load_settings(db: str | None = None) -> Settings:
+    """The settings from flags and environment; a malformed variable ends the command with its name."""
+    try:
+        return Settings(db_url=db) if db else Settings()
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        typer.echo(f"invalid setting: {problems}", err=True)
+        raise typer.Exit(2) from None
+
+
 DbOption = Annotated[str | None, typer.Option("--db", help="Database URL (env FAULTGRAPH_DB); default a DuckDB file in the user's data directory.")]
 
 
@@ -45,7 +56,7 @@ def serve(
     db: DbOption = None,
 ) -> None:
     """Run the service (ingest, query, incidents, statistics, web UI)."""
-    settings = Settings(db_url=db) if db else Settings()
+    settings = load_settings(db)
     with _open_store(settings.db_url) as engine, engine.connect() as conn:
         live_tokens = tokens.count(conn)
     loopback = tokens.is_loopback(host)
@@ -98,7 +109,7 @@ def token_create(
     db: DbOption = None,
 ) -> None:
     """Create a token and print it, alone, on standard output (it is not shown again)."""
-    settings = Settings(db_url=db) if db else Settings()
+    settings = load_settings(db)
     try:
         with _open_store(settings.db_url) as engine, engine.begin() as conn:
             token, _ = tokens.create(conn, role=role, name=name, host_pattern=host_pattern)
@@ -114,7 +125,7 @@ def token_list(
     db: DbOption = None,
 ) -> None:
     """List tokens (never their secrets), one per line, tab-separated."""
-    settings = Settings(db_url=db) if db else Settings()
+    settings = load_settings(db)
     with _open_store(settings.db_url) as engine, engine.connect() as conn:
         infos = tokens.get_all(conn, include_revoked=all_)
     typer.echo("id\trole\tname\thost_pattern\tcreated\trevoked")
@@ -129,7 +140,7 @@ def token_revoke(
     db: DbOption = None,
 ) -> None:
     """Revoke a token; a running server stops accepting it within seconds."""
-    settings = Settings(db_url=db) if db else Settings()
+    settings = load_settings(db)
     if token_id.startswith(tokens.PREFIX + "_"):
         token_id = token_id.split("_", 2)[1]
     with _open_store(settings.db_url) as engine, engine.begin() as conn:
@@ -153,7 +164,7 @@ def _print_counts(verb: str, counts: dict[str, int], where: str) -> None:
 @app.command("export")
 def export_command(directory: DirArgument, db: DbOption = None) -> None:
     """Write every table to Parquet files (one consistent snapshot), to move to another store."""
-    settings = Settings(db_url=db) if db else Settings()
+    settings = load_settings(db)
     engine = store.make_engine(settings.db_url)
     try:
         store.init_schema(engine)
@@ -166,7 +177,7 @@ def export_command(directory: DirArgument, db: DbOption = None) -> None:
 @app.command("import")
 def import_command(directory: DirArgument, db: DbOption = None) -> None:
     """Load an export into a store (stop the service first); rows already there are skipped."""
-    settings = Settings(db_url=db) if db else Settings()
+    settings = load_settings(db)
     engine = store.make_engine(settings.db_url)
     try:
         counts = transfer.import_all(engine, directory)
@@ -186,12 +197,13 @@ def simulate(
     faults: Annotated[int, typer.Option(help="Faults to inject (a concurrent pair counts two).")] = 200,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed writes the same set.")] = 0,
     storm: Annotated[bool, typer.Option("--storm", help="Write the storm scenario instead: one job on every host, one XID 79, every other rank times out.")] = False,
+    families: Annotated[str, typer.Option(help="classic (the original mechanisms) or hard (postmortem families, skewed clocks, months 1–9, benign noise).")] = "classic",
 ) -> None:
     """Write a simulated scenario set: log lines and events with injected faults and their ground truth."""
     from faultgraph.attribution import simulate as sim
 
     try:
-        scenario = sim.storm(seed=seed, hosts=hosts) if storm else sim.scenario_set(faults, seed=seed, hosts=hosts)
+        scenario = sim.storm(seed=seed, hosts=hosts) if storm else _scenario(families, faults, seed, hosts)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     scenario.save(out)
@@ -331,12 +343,24 @@ def checkpoint(
     _show(url, token, "/v1/stats/checkpoint", params, as_json, stats_render.checkpoint)
 
 
+def _scenario(families: str, faults: int, seed: int, hosts: int):
+    """A generated scenario of the named families (`faultgraph simulate`, `faultgraph eval`)."""
+    from faultgraph.attribution import postmortems, simulate as sim
+
+    if families == "hard":
+        return postmortems.hard_set(faults, seed=seed, hosts=hosts)
+    if families == "classic":
+        return sim.scenario_set(faults, seed=seed, hosts=hosts)
+    raise typer.BadParameter(f"--families: expected classic or hard, got {families!r}")
+
+
 @app.command("eval")
 def evaluate(
     scenario: Annotated[Path | None, typer.Option(help="A directory written by `faultgraph simulate`; default: generate one.")] = None,
     faults: Annotated[int, typer.Option(help="Faults to generate when no --scenario is given.")] = 200,
     hosts: Annotated[int, typer.Option(help="Hosts of the generated cluster.")] = 128,
     seed: Annotated[int, typer.Option(help="Seed of the generated scenario.")] = 0,
+    families: Annotated[str, typer.Option(help="Generated scenario: classic or hard (see `faultgraph simulate --help`).")] = "classic",
     url: Annotated[str | None, typer.Option(help="A running service to replay into (it should be empty); default: a throwaway server.", envvar="FAULTGRAPH_URL")] = None,
     token: TokenOption = None,
     as_json: JsonOption = False,
@@ -351,7 +375,7 @@ def evaluate(
     from faultgraph.attribution import simulate as sim
     from faultgraph.service import evaluate as ev
 
-    loaded = sim.Scenario.load(scenario) if scenario else sim.scenario_set(faults, seed=seed, hosts=hosts)
+    loaded = sim.Scenario.load(scenario) if scenario else _scenario(families, faults, seed, hosts)
     headers = {"authorization": f"Bearer {token}"} if token else {}
 
     def run(base: str) -> ev.Report:
@@ -378,6 +402,14 @@ def evaluate(
     console = Console()
     console.print(table)
     console.print(f"incidents merged wrongly: {result['merged']}; incidents matching no fault: {result['spurious']}")
+    other = ", ".join(f"{n} {kind}" for kind, n in sorted(result["other_types"].items())) or "none"
+    console.print(f"incidents that are not interruptions: {other}")
+    reliability = Table(title="confidence vs top-1 accuracy")
+    for column in ("confidence", "incidents", "right", "accuracy %"):
+        reliability.add_column(column, justify="right")
+    for row in result["reliability"]:
+        reliability.add_row(row["confidence"], str(row["incidents"]), str(row["right"]), str(row["accuracy_pct"]))
+    console.print(reliability)
 
 
 @app.command()

@@ -105,12 +105,29 @@ class Row:
     decoy_blamed: int = 0
 
 
+# Confidence bins of the reliability table: (low, high), high exclusive except the last.
+CONFIDENCE_BINS = ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 0.9), (0.9, 1.0))
+
+
 @dataclass
 class Report:
     rows: dict[str, Row] = field(default_factory=dict)
     merged: int = 0
     spurious: int = 0
     misses: list[dict] = field(default_factory=list)
+    # (confidence, top-1 right) of every matched fault, for the reliability table
+    judged: list[tuple[float, bool]] = field(default_factory=list)
+    # incidents that are not interruptions (SPEC §5 type), by type
+    other_types: dict[str, int] = field(default_factory=dict)
+
+    def reliability(self) -> list[dict]:
+        """Per confidence bin: how many incidents and how many had the right root."""
+        table = []
+        for low, high in CONFIDENCE_BINS:
+            inside = [right for conf, right in self.judged if low <= conf < high or (high == 1.0 and conf == 1.0)]
+            table.append({"confidence": f"{low:.1f}–{high:.1f}", "incidents": len(inside), "right": sum(inside),
+                          "accuracy_pct": round(100 * sum(inside) / len(inside), 1) if inside else None})
+        return table
 
     @property
     def total(self) -> Row:
@@ -128,12 +145,19 @@ class Report:
         for name, row in [*sorted(self.rows.items()), ("all", self.total)]:
             table[name] = {**vars(row), "top1_pct": pct(row.top1, row.faults), "top3_pct": pct(row.top3, row.faults),
                            "category_pct": pct(row.category, row.faults)}
-        return {"mechanisms": table, "merged": self.merged, "spurious": self.spurious, "misses": self.misses[:20]}
+        return {"mechanisms": table, "merged": self.merged, "spurious": self.spurious, "misses": self.misses[:20],
+                "reliability": self.reliability(), "other_types": self.other_types}
 
 
 def score(found: list[dict], truth: list[dict]) -> Report:
-    """Match incidents to faults (same job, start within MATCH_WINDOW) and count hits."""
+    """Match interruptions to faults (same job, start within MATCH_WINDOW) and count hits;
+    incidents of other types (faults, degradations) are counted apart."""
     report = Report()
+    for incident in found:
+        kind = incident.get("type", "interruption")
+        if kind != "interruption":
+            report.other_types[kind] = report.other_types.get(kind, 0) + 1
+    found = [incident for incident in found if incident.get("type", "interruption") == "interruption"]
     claims: dict[str, list[str]] = defaultdict(list)
     for fault in truth:
         row = report.rows.setdefault(fault["mechanism"], Row())
@@ -153,6 +177,7 @@ def score(found: list[dict], truth: list[dict]) -> Report:
         best = min(matches, key=lambda i: min(abs(_time(i["interruption"]["start"]) - m) for m in moments))
         claims[best["id"]].append(fault["id"])
         root = best["root_cause"]
+        report.judged.append((root.get("confidence") or 0.0, root["component"] == fault["root_component"]))
         if root["component"] == fault["root_component"]:
             row.top1 += 1
         else:

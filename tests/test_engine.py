@@ -127,6 +127,12 @@ def test_gpu_off_the_bus_storm_is_one_incident_red_herring_ignored(cluster, topo
     assert incident.root_cause["cause"] == "gpu_fell_off_bus" and incident.root_cause["evidence"][0] == xid["id"]
     assert incident.root_cause["confidence"] > 0.8
     assert incident.action["kind"] == "evict" and "replica 10" in incident.action["detail"]
+    # one data-parallel replica (tp 8 × pp 2 = 16 GPUs) short for 4 h, against 512 GPUs × (16 min
+    # to restart + 20 min rolled back)
+    cost = incident.action["cost"]
+    assert cost["evict_gpu_hours"] == 64 and cost["restart_gpu_hours"] == pytest.approx(512 * 36 / 60, abs=0.01)
+    assert cost["inputs"]["rolled_back_minutes"] == 20 and cost["inputs"]["restart_minutes"] == 16
+    assert incident.type == "interruption"
     assert incident.symptoms == 511 and incident.interruption["gpus"] == 512
     assert incident.interruption["end"] == T0 + timedelta(minutes=16)
     assert incident.interruption["gpu_hours_lost"] == pytest.approx(512 * 36 / 60, abs=0.01)
@@ -181,3 +187,65 @@ def test_arrival_order_does_not_matter(cluster, topology):
     ordered = sorted(shuffled, key=lambda e: (e["time"], e["id"]))
     first, second = analyse(stream.sorted(), cluster), analyse(ordered, cluster)
     assert [(d.scope, d.start, d.root_cause) for d in first] == [(d.scope, d.start, d.root_cause) for d in second]
+
+
+# ---------------------------------------------------------------- issue 12
+
+
+def test_events_timed_on_receipt_attach_but_never_open(cluster):
+    """A backfill's lines without a readable stamp land at their receipt: alone they open
+    nothing; received with an incident they belong to it."""
+    stream = Stream()
+    received = {"time_source": "received"}
+    for rank in range(64):
+        stream.add("nccl_timeout", HOSTS[rank // 8], T0, rank=rank, job="j1",
+                   attrs={"seq": 5, "elapsed_ms": 600000, "timeout_ms": 600000, **received})
+    assert analyse(stream.sorted(), cluster) == []
+    stream.add("job_fail", HOSTS[0], T0 + timedelta(seconds=30), job="j1")
+    [incident] = analyse(stream.sorted(), cluster)
+    assert incident.symptoms == 65 and incident.start == T0 - timedelta(minutes=10)
+
+
+def test_clock_offsets_from_the_hang_every_rank_shares(cluster):
+    from faultgraph.attribution import clock
+
+    stream = Stream()
+    stream.timeouts(T0)
+    skewed = [{**e, "time": e["time"] + timedelta(seconds=95)} if e["host"] == "node0007" else e for e in stream.events]
+    offsets = clock.offsets(skewed, {e["id"]: "j1" for e in skewed})
+    assert set(offsets) == {"node0007"} and offsets["node0007"] == timedelta(seconds=95)
+    assert not clock.on_host_clock({"kind": "job_fail", "attrs": {}}) and clock.on_host_clock({"kind": "gpu_xid", "attrs": {}})
+
+
+def test_restart_is_recommended_when_cheaper_than_running_short(cluster):
+    from faultgraph.attribution.pricing import price
+
+    small = price(world=64, evicted=16, category="gpu", failed_at=T0, last_checkpoint=T0 - timedelta(minutes=5),
+                  restarted_at=T0 + timedelta(minutes=5))
+    assert small["cheaper"] == "restart" and small["restart_gpu_hours"] == pytest.approx(64 * 10 / 60, abs=0.01)
+    large = price(world=16384, evicted=128, category="gpu", failed_at=T0, last_checkpoint=None, restarted_at=None)
+    assert large["cheaper"] == "evict" and large["inputs"]["rolled_back_minutes"] == 15 and len(large["assumptions"]) == 3
+
+
+def test_a_week_of_benign_noise_on_2048_hosts_opens_nothing():
+    """Correctable errors, row remaps pending a reset, link flaps ridden out, thermal
+    warnings, agent restarts, hung-task warnings at realistic rates, on skewed clocks."""
+    from faultgraph.attribution.postmortems import quiet_week
+    from faultgraph.ingest.parse import parse_line
+
+    week = quiet_week(2048, days=7, seed=1)
+    snapshot = ClusterSnapshot(Topology.from_dict(week.topology), week.jobs)
+    events = []
+    for record in week.records:
+        if record["type"] == "event":
+            event = {**record["event"], "time": datetime.fromisoformat(record["event"]["time"].replace("Z", "+00:00"))}
+        else:
+            event = parse_line(record["line"], host=record["host"], source=record["source"],
+                               received=datetime.fromisoformat(record["time"].replace("Z", "+00:00")))
+            if event is None:
+                continue
+            event["id"] = f"line{len(events)}"
+        events.append(event)
+    kinds = {e["kind"] for e in events}
+    assert {"nic_link", "host_heartbeat", "gpu_xid", "pcie_aer", "host_kernel"} <= kinds
+    assert analyse(sorted(events, key=lambda e: (e["time"], e["id"])), snapshot) == []

@@ -18,3 +18,20 @@ def test_every_fault_type_is_attributed_through_the_service(server):
     assert total["top1_pct"] >= 95 and total["category_pct"] >= 98, report["misses"]
     assert total["missed"] == total["split"] == report["merged"] == 0
     assert total["decoy_blamed"] == 0
+
+
+def test_the_harder_families_are_attributed_through_the_service(server):
+    """Postmortem families (software crash, dataloader deadlock, dead agent, AER on a NIC)
+    and the classic ones, on skewed clocks in a spring month with benign noise around them."""
+    from faultgraph.attribution.postmortems import FAMILIES, hard_set
+
+    scenario = hard_set(26, seed=3, hosts=64)
+    assert {fault["mechanism"] for fault in scenario.truth} == set(FAMILIES)
+    evaluate.replay(server.client, scenario)
+    report = evaluate.score(evaluate.incidents(server.client), scenario.truth).as_dict()
+    total = report["mechanisms"]["all"]
+    assert total["top1_pct"] >= 95 and total["category_pct"] >= 98, report["misses"]
+    assert total["missed"] == total["split"] == report["merged"] == report["spurious"] == 0
+    assert report["other_types"] == {}
+    confident = report["reliability"][-1]
+    assert confident["incidents"] and confident["accuracy_pct"] >= 90

@@ -73,6 +73,11 @@ def test_two_jobs_two_incidents_and_filters(client):
     rest = client.get("/v1/incidents", params={"limit": 1, "cursor": page["next"]}).json()
     assert rest["incidents"][0]["id"] != page["incidents"][0]["id"] and rest["next"] is None
     assert client.get("/v1/incidents", params={"category": "nonsense"}).status_code == 400
+    assert {i["type"] for i in incidents} == {"interruption"}
+    assert len(client.get("/v1/incidents", params={"type": "interruption"}).json()["incidents"]) == 2
+    assert client.get("/v1/incidents", params={"type": "fault,degradation"}).json()["incidents"] == []
+    refused = client.get("/v1/incidents", params={"type": "outage"})
+    assert refused.status_code == 400 and "type" in refused.json()["detail"]
 
 
 def test_oncall_overrides_cause_and_status(client):
@@ -148,5 +153,189 @@ def test_a_host_whose_agent_goes_quiet_is_marked_lost(db_url):
                 break
         assert [e["host"] for e in lost] == ["node0001"]
         assert lost[0]["attrs"]["source"] == "faultgraph"
+    finally:
+        srv.stop()
+
+
+# ---------------------------------------------------------------- issue 12: one test per class, through the server
+
+from faultgraph.attribution.generators import rail_optimized  # noqa: E402
+from faultgraph.ingest.parse import parse_line  # noqa: E402
+
+NODES = [f"node{i:04d}" for i in range(16)]
+TOPOLOGY = rail_optimized(16)
+
+
+def attrs_of(component: str) -> dict:
+    return next(c["attrs"] for c in TOPOLOGY["components"] if c["id"] == component)
+
+
+def with_job(client, hosts: list[str] = NODES[:14]) -> None:
+    """The generated 16-host cluster, and one job on its first 14 hosts (two spares)."""
+    assert client.put("/v1/topology", json=TOPOLOGY).status_code == 200
+    body = {"id": "train", "start": iso(T0 - timedelta(hours=2)), "gpus_per_host": 8, "hosts": hosts,
+            "parallelism": {"tp": 8, "pp": 1, "dp": len(hosts)}}
+    assert client.post("/v1/jobs", json=body).status_code < 300
+
+
+def timeouts(at: datetime, *, skip: set[int] = frozenset(), clocks: dict[str, float] | None = None, seq: int = 900,
+             hosts: list[str] = NODES[:14]) -> list[dict]:
+    """Every rank not in `skip` times out ten minutes after the hang at `at`, each stamped by its host's clock."""
+    out = []
+    for rank in range(len(hosts) * 8):
+        host = hosts[rank // 8]
+        if rank in skip:
+            continue
+        moment = at + timedelta(minutes=10, milliseconds=rank % 7) + timedelta(seconds=(clocks or {}).get(host, 0))
+        out.append({"time": iso(moment), "host": host, "kind": "nccl_timeout", "job": "train", "rank": rank,
+                    "attrs": {"op": "ALLREDUCE", "seq": seq, "timeout_ms": 600000, "elapsed_ms": 600000}})
+    return out
+
+
+def edge(line: str, host: str, at: datetime, source: str = "kmsg") -> dict:
+    """A line parsed as the host agent parses it, received at `at`, ready to post."""
+    event = parse_line(line, host=host, source=source, received=at)
+    assert event is not None, line
+    return {**event, "time": iso(event["time"])}
+
+
+def restart(at: datetime) -> list[dict]:
+    return [{"time": iso(at - timedelta(minutes=25)), "host": NODES[0], "kind": "checkpoint_save", "job": "train", "attrs": {"step": 10}},
+            {"time": iso(at + timedelta(minutes=16)), "host": NODES[0], "kind": "job_restart", "job": "train"}]
+
+
+def only_incident(client) -> dict:
+    assert client.post("/v1/events", json=[]).status_code < 500
+    client.post("/v1/analyze")
+    incidents = client.get("/v1/incidents").json()["incidents"]
+    assert len(incidents) == 1, [(i["type"], i["root_cause"]) for i in incidents]
+    return incidents[0]
+
+
+def test_a_rank_exception_before_the_timeouts_is_a_software_fault_of_that_rank(client):
+    with_job(client)
+    line = ("[rank42]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total "
+            "capacity of 79.10 GiB of which 1.06 MiB is free.")
+    batch = [edge(line, "node0005", T0 + timedelta(seconds=1), source="train"), *timeouts(T0, skip={42}), *restart(T0)]
+    assert client.post("/v1/events", json=batch).json()["rejected"] == []
+    incident = only_incident(client)
+    root = incident["root_cause"]
+    assert root["component"] == "node0005/gpu2" and root["category"] == "software" and root["cause"] == "software_bug"
+    assert incident["action"]["kind"] == "restart" and "OutOfMemoryError" in root["explanation"]
+    assert incident["type"] == "interruption"
+
+
+def test_a_silent_host_outranks_weak_noise_elsewhere(client):
+    with_job(client)
+    noise = [
+        edge(f"{iso(T0)} node0003 kernel: NVRM: Xid (PCI:{attrs_of('node0003/gpu1')['pci']}): 63, pid='<unknown>', "
+             "name=<unknown>, Row Remapper: New row marked for remapping, reset gpu to activate.", "node0003", T0),
+        edge(f"{iso(T0 + timedelta(seconds=20))} node0004 kernel: pcieport 0000:16:00.0: AER: Corrected error received: "
+             f"{attrs_of('node0004/gpu0')['pci']}.0", "node0004", T0),
+        {"time": iso(T0 - timedelta(seconds=30)), "host": "node0011", "kind": "gpu_ecc", "component": "node0011/gpu6",
+         "severity": "info", "attrs": {"type": "sbe", "count": 3}},
+        {"time": iso(T0 + timedelta(seconds=90)), "host": "node0009", "kind": "host_heartbeat", "severity": "error",
+         "attrs": {"state": "lost", "source": "faultgraph"}},
+    ]
+    batch = [*noise, *timeouts(T0, skip=set(range(72, 80))), *restart(T0)]
+    assert client.post("/v1/events", json=batch).json()["rejected"] == []
+    root = only_incident(client)["root_cause"]
+    assert root["component"] == "node0009" and root["category"] == "host"
+
+
+def test_pcie_aer_blames_the_device_behind_the_port(client):
+    with_job(client)
+    nic = attrs_of("node0006/nic3")["pci"]
+    port = attrs_of("node0006/pciesw1")["pci"]
+    aer = edge(f"{iso(T0)} node0006 kernel: pcieport {port}.0: AER: Uncorrected (Fatal) error received: {nic}.0",
+               "node0006", T0)
+    batch = [aer, *timeouts(T0, skip={6 * 8 + 3}), *restart(T0)]
+    assert client.post("/v1/events", json=batch).json()["rejected"] == []
+    root = only_incident(client)["root_cause"]
+    assert root["component"] == "node0006/nic3" and root["cause"] == "nic" and root["category"] == "host"
+
+
+def test_skewed_clocks_are_estimated_and_the_culprit_still_found(client):
+    with_job(client)
+    clocks = {"node0002": 150.0, "node0010": -100.0}
+    xid = edge(f"{iso(T0 + timedelta(seconds=150))} node0002 kernel: NVRM: Xid (PCI:{attrs_of('node0002/gpu4')['pci']}): "
+               "79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", "node0002", T0)
+    decoy = {"time": iso(T0 - timedelta(seconds=40)), "host": "node0007", "kind": "pcie_aer", "severity": "warning",
+             "component": "node0007/gpu1", "attrs": {"severity": "corrected"}}
+    batch = [xid, decoy, *timeouts(T0, skip={2 * 8 + 4}, clocks=clocks), *restart(T0)]
+    assert client.post("/v1/events", json=batch).json()["rejected"] == []
+    incident = only_incident(client)
+    assert incident["root_cause"]["component"] == "node0002/gpu4"
+    offsets = incident["clock_offsets"]
+    assert abs(offsets["node0002"] - 150) < 1 and abs(offsets["node0010"] + 100) < 1
+    assert incident["interruption"]["start"].startswith("2026-11-29T08:00:00")  # the XID on corrected time
+
+
+def test_what_a_job_rode_out_is_no_incident_and_idle_hardware_is_a_fault(client):
+    with_job(client)
+    quiet = [
+        *({"time": iso(T0 + timedelta(minutes=m)), "host": NODES[0], "kind": "checkpoint_save", "job": "train",
+           "attrs": {"step": 100 + m}} for m in range(-30, 60, 10)),
+        edge(f"{iso(T0)} node0003 systemd-networkd[1201]: ib2: Lost carrier", "node0003", T0, source="syslog"),
+        edge(f"{iso(T0 + timedelta(seconds=2))} node0003 systemd-networkd[1201]: ib2: Gained carrier", "node0003", T0,
+             source="syslog"),
+        {"time": iso(T0 + timedelta(minutes=5)), "host": "node0004", "kind": "host_heartbeat", "severity": "error",
+         "attrs": {"state": "lost", "source": "faultgraph"}},
+        {"time": iso(T0 + timedelta(minutes=7)), "host": "node0004", "kind": "host_heartbeat", "attrs": {"state": "ok"}},
+        {"time": iso(T0 + timedelta(minutes=8)), "host": "node0005", "kind": "gpu_thermal", "severity": "warning",
+         "component": "node0005/gpu1", "attrs": {"temp_c": 85, "throttle": "sw_thermal_slowdown"}},
+    ]
+    assert client.post("/v1/events", json=quiet).json()["rejected"] == []
+    client.post("/v1/analyze")
+    assert client.get("/v1/incidents").json()["incidents"] == []
+    spare = edge(f"{iso(T0 + timedelta(minutes=20))} node0015 kernel: NVRM: Xid (PCI:{attrs_of('node0015/gpu6')['pci']}): "
+                 "79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", "node0015", T0)
+    client.post("/v1/events", json=[spare])
+    incident = only_incident(client)
+    assert incident["type"] == "fault" and incident["root_cause"]["component"] == "node0015/gpu6"
+    assert client.get("/v1/incidents", params={"type": "interruption"}).json()["incidents"] == []
+    assert [i["id"] for i in client.get("/v1/incidents", params={"type": "fault"}).json()["incidents"]] == [incident["id"]]
+    mtbf = client.get("/v1/stats/mtbf", params={"since": iso(T0 - timedelta(hours=1)), "until": iso(T0 + timedelta(hours=1))}).json()
+    assert mtbf["interruptions"] == 0
+
+
+def test_a_backfill_with_unpadded_glog_months_opens_nothing_at_its_receipt(client):
+    """PyTorch's glog month is not padded ([E307 …] is 7 March): whatever the parsers make of
+    such lines, a backfill must not become an incident at the moment it was received."""
+    lines = [f"[rank{rank}]:[E307 10:00:{rank % 60:02d}.123456 4242 ProcessGroupNCCL.cpp:616] [PG ID 0 PG GUID 0(default_pg) "
+             f"Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, "
+             f"NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out." for rank in range(64)]
+    answer = client.post("/v1/logs", json={"host": "node0001", "source": "train", "lines": lines})
+    assert answer.status_code < 300
+    client.post("/v1/analyze")
+    for incident in client.get("/v1/incidents").json()["incidents"]:
+        assert incident["interruption"]["start"][5:7] == "03", incident  # in March, or none at all
+
+
+def test_the_demo_ends_with_no_incident_that_did_not_happen(db_url):
+    """`faultgraph demo`'s scenario replayed live: its crashed host's agent beats, then stops
+    for good when the replay ends; the lost heartbeat the service then stores is no incident."""
+    import time
+
+    from conftest import start_server
+
+    from faultgraph.service import demo, evaluate
+
+    srv = start_server(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"})
+    try:
+        scenario = demo.scenario(16, now=datetime.now(UTC))
+        evaluate.replay(srv.client, scenario)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            beats = srv.client.get("/v1/events", params={"kind": "host_heartbeat", "limit": 1000}).json()["events"]
+            if any(e["attrs"].get("source") == "faultgraph" and e["attrs"]["state"] == "lost" for e in beats):
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError("the service never marked the quiet agent lost")
+        srv.client.post("/v1/analyze")
+        report = evaluate.score(evaluate.incidents(srv.client), scenario.truth).as_dict()
+        assert report["spurious"] == 0 and report["mechanisms"]["all"]["missed"] == 0, report
+        assert report["other_types"] == {}
     finally:
         srv.stop()

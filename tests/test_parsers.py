@@ -1,4 +1,4 @@
-"""The log parsers against real lines: the project's corpus (`tests/data/real-logs.jsonl`),
+"""The log parsers against real lines: the reference corpus (`tests/data/reference/real-logs.jsonl`),
 the long-tail corpus (`tests/data/long-tail.jsonl`, every line with its public source),
 more lines found in public issues (each cited), every timestamp format, and arbitrary text."""
 
@@ -18,7 +18,7 @@ from faultgraph.ingest.parse import parse_line, parse_lines
 from faultgraph.ingest.timestamps import split_timestamp
 
 DATA = Path(__file__).parent / "data"
-CORPUS = DATA / "real-logs.jsonl"
+CORPUS = DATA / "reference" / "real-logs.jsonl"
 LONG_TAIL = DATA / "long-tail.jsonl"
 RECEIVED = datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc)
 
@@ -101,7 +101,8 @@ def test_long_tail_corpus(record: dict[str, Any]) -> None:
 
 def test_corpora_cite_their_sources() -> None:
     for record in _jsonl(LONG_TAIL):
-        assert record["source"].startswith("https://github.com/"), record
+        # a URL, or the code-search index's content id where the index names no repository
+        assert record["source"].startswith(("https://github.com/", "index:")), record
         assert record["class"] in ("gpu", "nic", "host", "training", "noise")
     assert sum(r["expect"] is None for r in _jsonl(LONG_TAIL)) >= 80  # noise stays noise
 
@@ -318,6 +319,29 @@ def test_parse_lines_counts_unmatched() -> None:
      "[rank3]:[E1129 07:59:59.123456789 ProcessGroupNCCL.cpp:1] [Rank 3] x"),
     ("[Fri Oct 14 14:56:49 2022] NVRM: x",
      datetime(2022, 10, 14, 14, 56, 49, tzinfo=timezone.utc), None, "NVRM: x"),
+    # PyTorch's glog month is not zero-padded: E207 is 7 February, E1218 18 December
+    # (stamped last year when received in November), E110 10 January, E1110 10 November
+    ("[rank5]:[E207 12:25:57.436 ProcessGroupNCCL.cpp:697] x",
+     datetime(2026, 2, 7, 12, 25, 57, 436000, tzinfo=timezone.utc), None,
+     "[rank5]:[E207 12:25:57.436 ProcessGroupNCCL.cpp:697] x"),
+    ("[E1218 20:27:21.484903450 ProcessGroupNCCL.cpp:2168] x",
+     datetime(2025, 12, 18, 20, 27, 21, 484903, tzinfo=timezone.utc), None,
+     "[E1218 20:27:21.484903450 ProcessGroupNCCL.cpp:2168] x"),
+    ("[E110 00:00:01.000000 c.cpp:1] x", datetime(2026, 1, 10, 0, 0, 1, tzinfo=timezone.utc), None,
+     "[E110 00:00:01.000000 c.cpp:1] x"),
+    ("[E1110 00:00:01.000000 c.cpp:1] x", datetime(2026, 11, 10, 0, 0, 1, tzinfo=timezone.utc), None,
+     "[E1110 00:00:01.000000 c.cpp:1] x"),
+    ("42: [rank42]:[E207 12:25:57.436 ProcessGroupNCCL.cpp:697] x",  # srun --label first
+     datetime(2026, 2, 7, 12, 25, 57, 436000, tzinfo=timezone.utc), None,
+     "42: [rank42]:[E207 12:25:57.436 ProcessGroupNCCL.cpp:697] x"),
+    ("[Sun Dec 1 14:54:40 2024] x",  # dmesg -T with an unpadded day (gpud's fixtures)
+     datetime(2024, 12, 1, 14, 54, 40, tzinfo=timezone.utc), None, "x"),
+    ("[Jul 23 2024 07:53:55] [ERROR] [tid 841] x",  # fabric manager's own log
+     datetime(2024, 7, 23, 7, 53, 55, tzinfo=timezone.utc), None, "[ERROR] [tid 841] x"),
+    ("[2024-02-27T21:35:28.705869Z] fa88a9df [rank=1] || x",  # Python-style bracketed stamp
+     datetime(2024, 2, 27, 21, 35, 28, 705869, tzinfo=timezone.utc), None,
+     "[2024-02-27T21:35:28.705869Z] fa88a9df [rank=1] || x"),
+    ("<4>[  201.670809] Oops: 0002 [#1] SMP", None, None, "Oops: 0002 [#1] SMP"),  # printk level
     ("[171167.620236] NVRM: x", None, None, "NVRM: x"),
     ("[   32.298491][  T896] kexec[896]: x", None, None, "kexec[896]: x"),
     ("[  +0.000004] pcieport x", None, None, "pcieport x"),

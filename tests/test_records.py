@@ -5,11 +5,14 @@ prefixes; the bounds on a record's lines and wall time."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from faultgraph.ingest.prefixes import strip_prefix
 from faultgraph.ingest.records import RecordGrouper, group_lines
@@ -30,7 +33,7 @@ def test_real_records_give_one_event_each(fixture: dict[str, Any]) -> None:
     # every line lands in exactly one record
     assert sorted(t for r in records for t in r.tags) == list(range(len(fixture["lines"])))
     assert len(events) == len(fixture["expect"]), [(e["kind"], e["attrs"].get("rule")) for e in events]
-    for event, want in zip(events, fixture["expect"]):
+    for event, want in zip(events, fixture["expect"], strict=True):
         assert event["kind"] == want["kind"]
         attrs = event["attrs"]
         for name, value in want.items():
@@ -120,3 +123,64 @@ def test_strip_prefix(line: str, text: str, rank: int | None, local_rank: int | 
                       task: int | None, host: str | None) -> None:
     p = strip_prefix(line)
     assert (p.text, p.rank, p.local_rank, p.task, p.host) == (text, rank, local_rank, task, host)
+
+
+# -- the agent groups before it parses ------------------------------------------------
+
+
+def _agent(state: Path, log: Path, **settings: Any):
+    from faultgraph.ingest.agent.run import Agent, AgentConfig
+
+    return Agent(AgentConfig(url="http://127.0.0.1:9", files=[str(log)], state_dir=state,
+                             read_from="beginning", checkpoint_interval_s=0.0, **settings))
+
+
+def test_agent_queues_one_event_per_kernel_report(tmp_path: Path) -> None:
+    import orjson
+
+    hung = next(f for f in RECORDS if f["name"] == "npd-docker_hung")["lines"]
+    oops = next(f for f in RECORDS if f["name"] == "npd-divide_zero")["lines"]
+    log = tmp_path / "kern.log"
+    log.write_text("\n".join(hung + ["an ordinary line"] + oops) + "\n")
+    ids = []
+    for state in ("state-a", "state-b"):  # two agents reading the same file from its start
+        agent = _agent(tmp_path / state, log)
+        agent.step()
+        agent.flush()
+        queued = [orjson.loads(e) for _, e in agent.spool.peek(100)]
+        agent.close()
+        assert sorted(e["attrs"]["event"] for e in queued) == ["hung_task", "oops"]
+        hung_event = next(e for e in queued if e["attrs"]["event"] == "hung_task")
+        assert "copy_net_ns+0x6c/0x130" in hung_event["attrs"]["call_trace"]
+        ids.append(sorted(e["id"] for e in queued))
+    assert ids[0] == ids[1]  # an event's id is its record's first line's: a re-read repeats it
+
+
+def test_agent_holds_its_position_while_a_record_is_open_then_releases_it(tmp_path: Path) -> None:
+    rank1 = next(f for f in RECORDS if f["name"] == "accelerate-rank1-traceback")["lines"]
+    log = tmp_path / "train.log"
+    log.write_text("starting\n" + "\n".join(rank1) + "\n")
+    agent = _agent(tmp_path / "state", log, record_max_wait_s=0.2)
+    agent.step()
+    held = dict(agent.committed)
+    assert held and sum(len(g) for g in agent._groupers.values()) == 1  # the traceback is open
+    time.sleep(0.3)
+    agent.step()  # caught up and past the wait: the record closes (no event) and the position moves
+    assert agent.committed != held and len(agent.spool) == 0
+    agent.close()
+
+
+_PIECES = ["Traceback (most recent call last):", '  File "x.py", line 1, in f', "    f()",
+           "RuntimeError: CUDA error: uncorrectable ECC error encountered", "[rank3]: ", "42: ",
+           "Call Trace:", " func+0x1/0x2", "INFO: task a:1 blocked for more than 9 seconds.",
+           "{1}[Hardware Error]: event severity: fatal", "NVRM: The NVIDIA GPU 0000:01:00.0",
+           "NVRM: fallen off the bus and is not responding to commands.", "", "\r", "worker-1: "]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PIECES) | st.text(max_size=15), max_size=3).map("".join),
+                max_size=30))
+def test_grouping_never_loses_or_duplicates_a_line(lines: list[str]) -> None:
+    records = list(group_lines(lines, received=RECEIVED, max_lines=7))
+    assert sorted(t for r in records for t in r.tags) == list(range(len(lines)))
+    assert all(len(r.lines) <= 7 for r in records)

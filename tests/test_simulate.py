@@ -384,3 +384,57 @@ def test_cli_writes_a_scenario_set(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     loaded = Scenario.load(tmp_path / "out")
     assert loaded == scenario_set(13, seed=4, hosts=16)
+
+
+# ---------------------------------------------------------------- the harder families (attribution/postmortems.py)
+
+
+@pytest.fixture(scope="module")
+def hard() -> Scenario:
+    from faultgraph.attribution.postmortems import hard_set
+
+    return hard_set(26, seed=7, hosts=32)
+
+
+def test_hard_set_every_family_in_a_spring_month_on_skewed_clocks(hard: Scenario) -> None:
+    from faultgraph.attribution.postmortems import FAMILIES, hard_set
+
+    assert {f["mechanism"] for f in hard.truth} == set(FAMILIES)
+    assert 1 <= _time(hard.truth[0]["time"]).month <= 9
+    skews = {r["host"]: r["clock_s"] for r in hard.records if r["type"] == "log" and "clock_s" in r}
+    assert any(abs(s) >= 60 for s in skews.values()) and all(abs(s) <= 180 for s in skews.values())
+    assert hard_set(26, seed=7, hosts=32).records == hard.records
+
+
+def test_hard_set_lines_carry_their_hosts_clocks_and_parse(hard: Scenario) -> None:
+    """Each stamped line says its host's time (true time + skew), glog with an unpadded month."""
+    glog = [r for r in hard.records if r["type"] == "log" and "]:[E" in r["line"]]
+    month = _time(hard.truth[0]["time"]).month
+    assert glog and all(f"]:[E{month}" in r["line"] and f"]:[E0{month}" not in r["line"] for r in glog)
+    for record in hard.records:
+        if record["type"] != "log" or record["expect"] is None or record["source"] == "train":
+            continue
+        event = parse_line(record["line"], host=record["host"], source=record["source"], received=_time(record["time"]))
+        assert event is not None and event["kind"] == record["expect"]["kind"], record["line"]
+        stamped = _time(record["time"]) + timedelta(seconds=record.get("clock_s", 0))
+        assert abs(event["time"] - stamped) < timedelta(seconds=1), record["line"]
+
+
+def test_software_crash_is_an_exception_on_one_rank_then_the_others_time_out(hard: Scenario) -> None:
+    for fault in [f for f in hard.truth if f["mechanism"] == "software_crash"]:
+        at = _time(fault["time"])
+        raised = [r for r in hard.records if r["type"] == "log" and r["expect"] and r["expect"]["kind"] == "job_fail"
+                  and abs(_time(r["time"]) - at) < timedelta(seconds=5)]
+        assert len(raised) == 1
+        event = parse_line(raised[0]["line"], host=raised[0]["host"], received=at)
+        assert event["kind"] == "job_fail" and event["rank"] == raised[0]["expect"]["rank"]
+
+
+def test_quiet_week_has_no_fault_and_benign_events_at_the_stated_rates() -> None:
+    from faultgraph.attribution.postmortems import BENIGN_PER_HOST_DAY, quiet_week
+
+    week = quiet_week(64, days=7, seed=2)
+    assert week.truth == []
+    expected = 64 * 7 * sum(BENIGN_PER_HOST_DAY.values())
+    benign = sum(1 for r in week.records if r["type"] == "event" and r["event"]["kind"] in ("gpu_ecc", "nic_error", "gpu_thermal"))
+    assert benign > 0.3 * expected  # the DCGM/port-counter share of them, posted as events

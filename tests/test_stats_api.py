@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from faultgraph.attribution.generators import rail_optimized
-from tests.conftest import SHARED_DATA, start_server
+from tests.conftest import REFERENCE_DATA, start_server
 
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 
@@ -20,8 +20,9 @@ def iso(moment: datetime) -> str:
 
 def day_of_training() -> list[dict]:
     """Ten hours of job `train` on node0040–41: an XID 79 at +1 h that 15 ranks time out on
-    (restart 20 min later, last save 30 min before), a power failure on idle node0050 at
-    +5 h, planned maintenance of node0060 at +8 h, the job's end at +10 h."""
+    (restart 20 min later, last save 30 min before), a power failure at +5 h on node0050 that
+    fails the small job `eval` running there (on an idle host it would be a fault, not an
+    interruption: SPEC §5), planned maintenance of node0060 at +8 h, the job's end at +10 h."""
     batch = [
         {"time": iso(T0), "host": "node0040", "kind": "job_start", "job": "train"},
         {"time": iso(T0 + timedelta(minutes=30)), "host": "node0040", "kind": "checkpoint_save", "job": "train",
@@ -31,6 +32,7 @@ def day_of_training() -> list[dict]:
         {"time": iso(T0 + timedelta(hours=1, minutes=20)), "host": "node0040", "kind": "job_restart", "job": "train"},
         {"time": iso(T0 + timedelta(hours=5)), "host": "node0050", "kind": "host_power", "severity": "critical",
          "attrs": {"text": "PSU 1 failed"}},
+        {"time": iso(T0 + timedelta(hours=5, seconds=40)), "host": "node0050", "kind": "job_fail", "job": "eval"},
         {"time": iso(T0 + timedelta(hours=8)), "host": "node0060", "kind": "maintenance",
          "attrs": {"planned": True, "scope": "node0060", "text": "firmware upgrade"}},
         {"time": iso(T0 + timedelta(hours=10)), "host": "node0040", "kind": "job_end", "job": "train"},
@@ -194,7 +196,7 @@ def _cause_event(cause: str, host: str) -> dict:
 
 
 def _llama3_rows() -> list[dict]:
-    with open(SHARED_DATA / "llama3-interruptions.csv", newline="") as handle:
+    with open(REFERENCE_DATA / "llama3-interruptions.csv", newline="") as handle:
         return list(csv.DictReader(handle))
 
 
@@ -210,6 +212,9 @@ def test_llama3_ledger_replays_through_the_api(client):
         event = _cause_event(cause, f"node{index:04d}")
         event["time"] = iso(T0 + step * (index + 1))
         batch.append(event)
+        if event["kind"] not in ("maintenance", "nccl_timeout"):  # it stopped the job on that host (SPEC §5)
+            batch.append({"time": iso(T0 + step * (index + 1) + timedelta(seconds=30)), "host": event["host"],
+                          "kind": "job_fail", "job": f"job-{index:04d}"})
     post_and_analyse(client, batch)
     window = {"since": iso(T0), "until": iso(T0 + span)}
 

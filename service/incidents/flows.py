@@ -100,6 +100,8 @@ def _values(draft: Draft, stored: sa.Row | None, topology_version: int | None) -
         "symptoms": draft.symptoms,
         "hosts": draft.hosts,
         "planned": draft.planned,
+        "type": draft.type,
+        "clock_offsets": draft.clock_offsets,
         "root_cause": draft.root_cause,
         "candidates": draft.candidates,
         "action": draft.action,

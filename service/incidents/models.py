@@ -26,6 +26,9 @@ incidents = sa.Table(
     sa.Column("symptoms", sa.Integer, nullable=False),
     sa.Column("hosts", sa.Integer, nullable=False),
     sa.Column("planned", sa.Boolean, nullable=False),
+    # SPEC §5: `interruption` (a job stopped), `degradation` (it ran slower) or `fault`
+    # (a part needs repair, no job stopped). MTBF and the ledger count interruptions only.
+    sa.Column("type", sa.String, nullable=False, default="interruption", server_default="interruption"),
     # The engine's answer, and what on-call confirmed or overrode (statistics prefer it).
     sa.Column("root_cause", JSON, nullable=False),
     sa.Column("confirmed", JSON),
@@ -38,6 +41,8 @@ incidents = sa.Table(
     sa.Column("failed_at", sa.DateTime, nullable=False),  # the interruption's start
     sa.Column("interruption_end", sa.DateTime),
     sa.Column("notes", JSON, nullable=False),
+    # Host → seconds its clock ran ahead, as the engine estimated it (attribution/clock.py).
+    sa.Column("clock_offsets", JSON),
     # The topology version the engine analysed it on (GET /v1/topology?version=N).
     sa.Column("topology_version", sa.Integer),
 )
@@ -59,6 +64,7 @@ engine_state = sa.Table(
 )
 
 STATUSES = ("open", "acknowledged", "resolved")
+TYPES = ("interruption", "degradation", "fault")
 Cause = Literal[tuple(CAUSE_CATEGORY)]  # type: ignore[valid-type]
 Category = Literal[CATEGORIES]  # type: ignore[valid-type]
 

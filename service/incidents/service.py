@@ -28,6 +28,7 @@ def row_to_incident(row: sa.Row) -> dict:
         "updated": events_service.format_time(row.updated),
         "job": row.job,
         "scope": row.scope,
+        "type": row.type,
         "planned": row.planned,
         "symptoms": row.symptoms,
         "hosts": row.hosts,
@@ -42,6 +43,7 @@ def row_to_incident(row: sa.Row) -> dict:
             "gpu_hours_lost": row.gpu_hours_lost,
         },
         "notes": store.json_value(row.notes),
+        "clock_offsets": store.json_value(row.clock_offsets) or {},
         "topology_version": row.topology_version,
     }
 
@@ -61,6 +63,7 @@ def get_all(
     status: str | None = None,
     category: str | None = None,
     job: str | None = None,
+    type: str | None = None,
     limit: int = 100,
     cursor: str | None = None,
 ) -> tuple[list[dict], str | None]:
@@ -76,6 +79,8 @@ def get_all(
         query = query.where(incidents.c.category == category)
     if job:
         query = query.where(incidents.c.job == job)
+    if type:
+        query = query.where(incidents.c.type.in_(type.split(",")))
     if cursor:
         try:
             after = int(orjson.loads(base64.urlsafe_b64decode(cursor.encode())))

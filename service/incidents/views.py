@@ -10,7 +10,7 @@ from faultgraph.attribution.causes import CATEGORIES
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.http import parse_time
 from faultgraph.service.incidents import service
-from faultgraph.service.incidents.models import STATUSES, IncidentPatch
+from faultgraph.service.incidents.models import STATUSES, TYPES, IncidentPatch
 
 router = APIRouter(prefix="/v1", tags=["incidents"])
 
@@ -23,19 +23,23 @@ def list_incidents(
     status: str | None = None,
     category: str | None = None,
     job: str | None = None,
+    type: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: str | None = None,
 ) -> dict:
-    """Incidents, newest first; `since`/`until` bound the interruption's start."""
+    """Incidents, newest first; `since`/`until` bound the interruption's start; `type` is
+    one or more of interruption, degradation, fault (comma-separated)."""
     if status and status not in STATUSES:
         raise HTTPException(400, f"status: expected one of {', '.join(STATUSES)}")
     if category and category not in CATEGORIES:
         raise HTTPException(400, f"category: expected one of {', '.join(CATEGORIES)}")
+    if type and not set(type.split(",")) <= set(TYPES):
+        raise HTTPException(400, f"type: expected one or more of {', '.join(TYPES)}, comma-separated")
     try:
         with request.app.state.engine.connect() as conn:
             page, following = service.get_all(
                 conn, since=parse_time(since, "since"), until=parse_time(until, "until"),
-                status=status, category=category, job=job, limit=limit, cursor=cursor,
+                status=status, category=category, job=job, type=type, limit=limit, cursor=cursor,
             )
     except ValueError as exc:
         raise HTTPException(400, f"cursor: {exc}") from None

@@ -96,6 +96,7 @@ def interruptions(
         query = query.where(incidents.c.job == job)
     if not include_planned:
         query = query.where(incidents.c.planned.is_(False))
+    query = query.where(incidents.c.type == "interruption")  # SPEC §7: faults and degradations apart
     found = []
     for row in conn.execute(query.order_by(incidents.c.failed_at, incidents.c.id)):
         confirmed = store.json_value(row.confirmed) or {}
