@@ -64,6 +64,7 @@ class Rules:
     signatures: tuple[Signature, ...]
     changes: tuple[Change, ...]
     change_keywords: re.Pattern[str]
+    any_keyword: re.Pattern[str]  # every line rule's keywords: the lines worth a rule's look
     stack: dict[str, tuple[str, ...]]
     keywords: re.Pattern[str]  # every signature's keywords in one search: most lines hold none
 
@@ -104,7 +105,8 @@ def rules() -> Rules:
     changes = tuple(Change(c["id"], tuple(c["keyword"]), re.compile(c["regex"]), c["what"], c["source"])
                     for c in data["change"])
     change_keywords = re.compile("|".join(re.escape(k) for c in changes for k in c.keywords))
-    return Rules(tuple(signatures), changes, change_keywords,
+    every = [k for s in signatures for k in s.keywords] + [k for c in changes for k in c.keywords] + ["Xid"]
+    return Rules(tuple(signatures), changes, change_keywords, re.compile("|".join(map(re.escape, every))),
                  {name: tuple(words) for name, words in data["stack"].items()}, keywords)
 
 
@@ -126,6 +128,13 @@ def _gpu_place(host: str | None, local_rank: int | None, pci: str | None, rank: 
 
 def _fill(template: str, **names: str | None) -> str:
     return template.format_map({k: v or "that host" for k, v in names.items()})
+
+
+def candidates(lines: Sequence[Line]) -> list[Line]:
+    """The lines any line rule (`signatures`, `config_change`, `elided_xids`) could want:
+    one keyword pass over a large paste instead of one per rule."""
+    keyword = rules().any_keyword
+    return [line for line in lines if keyword.search(line.text)]
 
 
 def signatures(lines: Sequence[Line]) -> list[Finding]:

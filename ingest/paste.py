@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from faultgraph.ingest.parse import parse_line
 from faultgraph.ingest.prefixes import strip_prefix
+from faultgraph.ingest.records import Record, RecordGrouper
 from faultgraph.ingest.timestamps import as_utc, split_timestamp
 
 # The host of lines that name none, when the caller gave none either.
@@ -46,27 +46,23 @@ _TOOL_PREFIX = re.compile("|".join(f"(?:{p})" for p in (
 _NCCL_PREFIX = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ")
 _RANK_IN_TEXT = re.compile(r"\[(?:PG (?:ID )?0 (?:PG GUID 0(?:\(default_pg\))? )?)?Rank (?P<rank>\d+)\]")
 
-_HUNG = re.compile(r"INFO: task (?P<task>.+?):(?P<pid>\d+) blocked for more than (?P<secs>\d+) seconds")
-_KERNEL_FRAME = re.compile(r"(?:\] |^\s*)(?:\? )?(?P<symbol>[A-Za-z_][\w.]*)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<module>\w+)\])?")
 _PYSPY_PROCESS = re.compile(r"Process (?P<pid>\d+): (?P<cmd>.*)")
 _PYSPY_THREAD = re.compile(r"Thread (?P<tid>0x[0-9A-Fa-f]+|\d+) \((?P<state>[\w ]+)\)(?:: \"(?P<name>[^\"]*)\")?")
 _PYSPY_FRAME = re.compile(r"\s+(?P<func>[^\s(]+) \((?P<file>[^():]+):(?P<line>\d+)\)")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
 _WHAT = re.compile(r"\s*what\(\):\s+(?P<text>.*)")
-_EXCEPTION_LINE = re.compile(r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit))(?::\s*(?P<text>.*))?$")
-_D_STATE = re.compile(r"\S+\s+D\s")  # the hung task's `name D <stack> …` summary line
-_PY_FRAME = re.compile(r'\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 
 
 class Line:
     """One pasted line: its position, its text without launcher prefixes, what they said,
     and (read on first use, see `_Clock`) its time and the host its syslog header names."""
 
-    __slots__ = ("_clock", "default_host", "index", "local_rank", "rank", "raw", "stream", "text")
+    __slots__ = ("_clock", "default_host", "index", "launched", "local_rank", "rank", "raw", "stream", "text")
 
     def __init__(self, index: int, raw: str, text: str, rank: int | None, local_rank: int | None,
-                 named_host: str | None, fallback_host: str | None, clock: _Clock) -> None:
+                 named_host: str | None, fallback_host: str | None, clock: _Clock, launched: str = "") -> None:
         self.index, self.raw, self.text = index, raw, text
+        self.launched = launched or text  # the line with only its launchers' prefixes
         self.rank, self.local_rank = rank, local_rank
         self.stream = (named_host, rank, local_rank)  # what the line itself says of its process
         self.default_host, self._clock = fallback_host, clock
@@ -161,12 +157,15 @@ class Paste:
 
 
 def _strip(raw: str) -> tuple[str, dict[str, Any]]:
-    """The line without its tools' and launchers' prefixes, and what they named."""
+    """The line without its tools' and launchers' prefixes, and what they named
+    (`found["launched"]`: the line with only the launchers' prefixes, as a launcher's log
+    file holds it)."""
     text, found = raw.rstrip("\r\n"), {}
     while text and (m := _TOOL_PREFIX.match(text)) and m.end() > 0:
         if m.group("stamp") and "stamp" not in found:
             found["stamp"] = m.group("stamp")
         text = text[m.end():]
+    found["launched"] = text
     launched = strip_prefix(text)
     for name in ("rank", "local_rank", "host"):
         if getattr(launched, name) is not None:
@@ -207,31 +206,8 @@ def read_lines(raw_lines: Sequence[str], *, host: str | None = None, hosts: Sequ
         named = found.get("host") or (nccl.group("host") if nccl else None)
         fallback = (hosts[index] if index < len(hosts) else None) \
             or (host_of_rank(rank) if rank is not None and host_of_rank is not None else None) or host
-        lines.append(Line(index, raw.rstrip("\r\n"), text, rank, local, named, fallback, clock))
+        lines.append(Line(index, raw.rstrip("\r\n"), text, rank, local, named, fallback, clock, found["launched"]))
     return lines
-
-
-def _hung_task(lines: Sequence[Line], start: int) -> tuple[Block, int]:
-    """`INFO: task … blocked` and the call trace under it (until the next hung task or a
-    line that is neither a trace line nor the kernel's boilerplate)."""
-    message = split_timestamp(lines[start].text)[2]
-    m = _HUNG.search(message)
-    block = Block("hung_task", [lines[start]], attrs={"task": m.group("task"), "pid": int(m.group("pid")),
-                                                      "blocked_s": int(m.group("secs"))})
-    i = start + 1
-    while i < len(lines) and i - start < 200:
-        body = split_timestamp(lines[i].text)[2]
-        if _HUNG.search(body):
-            break
-        frame = _KERNEL_FRAME.search(body)
-        if frame:
-            block.frames.append(frame.group("symbol"))
-        elif not (body.startswith((" ", "\t", "Call Trace", "<TASK>", "</TASK>", '"echo 0', "task:"))
-                  or "Tainted" in body or _D_STATE.match(body)):
-            break
-        block.lines.append(lines[i])
-        i += 1
-    return block, i
 
 
 def _pyspy_thread(lines: Sequence[Line], start: int, process: dict[str, Any]) -> tuple[Block, int]:
@@ -245,26 +221,6 @@ def _pyspy_thread(lines: Sequence[Line], start: int, process: dict[str, Any]) ->
             break
         block.frames.append(f"{frame.group('func')} ({frame.group('file')}:{frame.group('line')})")
         block.lines.append(lines[i])
-        i += 1
-    return block, i
-
-
-def _traceback(lines: Sequence[Line], start: int) -> tuple[Block, int]:
-    """From `Traceback (most recent call last):` to the exception line that ends it."""
-    block = Block("traceback", [lines[start]])
-    i = start + 1
-    while i < len(lines) and i - start < 400:
-        text = lines[i].text
-        block.lines.append(lines[i])
-        frame = _PY_FRAME.match(text)
-        if frame:
-            block.frames.append(f"{frame.group('func')} ({frame.group('file')}:{frame.group('line')})")
-        elif not text[:1].isspace():
-            m = _EXCEPTION_LINE.match(text)
-            block.head = len(block.lines) - 1
-            block.attrs = {"exception": m.group("type") if m else text.split(":", 1)[0],
-                           "text": (m.group("text") or "") if m else text}
-            return block, i + 1
         i += 1
     return block, i
 
@@ -290,10 +246,12 @@ def _terminate(lines: Sequence[Line], start: int) -> tuple[Block, int]:
     return block, i
 
 
-def find_blocks(lines: Sequence[Line]) -> list[Block]:
-    """The multi-line facts of a document, in order; ranks interleaved in one paste are
-    read apart because each block keeps to the lines of the rank that opened it."""
-    blocks: list[Block] = []
+def find_blocks(lines: Sequence[Line], records: Iterable[Record] = ()) -> list[Block]:
+    """The multi-line facts of a document, in order: tracebacks and kernel hung-task
+    reports as live ingest groups them (`records`, from `ingest.records`), py-spy thread
+    stacks and C++ `terminate … what():` blocks read here. Ranks interleaved in one paste
+    are read apart: each block keeps to the lines of the process that opened it."""
+    blocks = [block for record in records if (block := _from_record(record, lines)) is not None]
     by_rank: dict[tuple, list[Line]] = {}
     for line in lines:
         by_rank.setdefault(line.stream, []).append(line)
@@ -302,12 +260,8 @@ def find_blocks(lines: Sequence[Line]) -> list[Block]:
         i = 0
         while i < len(stream):
             text = stream[i].text
-            if "blocked for more than" in text and _HUNG.search(text):
-                block, i = _hung_task(stream, i)
-            elif text.startswith("Thread ") and _PYSPY_THREAD.match(text):
+            if text.startswith("Thread ") and _PYSPY_THREAD.match(text):
                 block, i = _pyspy_thread(stream, i, process)
-            elif text.startswith("Traceback (most recent call last)"):
-                block, i = _traceback(stream, i)
             elif "terminate called after throwing" in text and _TERMINATE.search(text):
                 block, i = _terminate(stream, i)
             else:
@@ -320,25 +274,55 @@ def find_blocks(lines: Sequence[Line]) -> list[Block]:
     return blocks
 
 
+def _from_record(record: Record, lines: Sequence[Line]) -> Block | None:
+    """A traceback, or a hung-task report with its call trace, as a Block."""
+    if record.kind not in ("traceback", "kernel"):
+        return None
+    attrs = (record.event or {}).get("attrs") or {}
+    members = [lines[tag] for tag in record.tags]
+    if record.kind == "traceback":
+        return Block("traceback", members, head=record.head or 0, frames=list(record.frames),
+                     attrs={"exception": attrs.get("exception")})
+    if record.kind == "kernel" and attrs.get("event") == "hung_task":
+        symbols = [frame.split("+", 1)[0] for frame in attrs.get("call_trace", ())]
+        return Block("hung_task", members, frames=symbols,
+                     attrs={"task": attrs.get("process"), "pid": attrs.get("pid"), "blocked_s": attrs.get("blocked_s")})
+    return None
+
+
+def _records(lines: Sequence[Line], source: str | None, received: datetime) -> list[Record]:
+    """The lines grouped and parsed as live ingest does (`ingest.records`), one grouper per
+    host the lines are attributed to; a record's tags are its lines' indices."""
+    groupers: dict[str, RecordGrouper] = {}
+    records: list[Record] = []
+    for line in lines:
+        host = line.stream[0] or line.default_host or UNNAMED_HOST
+        grouper = groupers.get(host)
+        if grouper is None:
+            grouper = groupers[host] = RecordGrouper(host=host, source=source)
+        records += grouper.feed(line.launched, tag=line.index, received=received)
+    for grouper in groupers.values():
+        records += grouper.flush()
+    return records
+
+
 def read(raw_lines: Iterable[str], *, host: str | None = None, hosts: Sequence[str | None] = (),
          host_of_rank: Callable[[int], str | None] | None = None, source: str | None = None,
          received: datetime | None = None) -> Paste:
-    """The document read: lines, blocks, and one event per line a catalogue rule matches
-    (id `line-<index>`, so an incident can quote the lines that decided it)."""
+    """The document read: lines, blocks, and one event per record live ingest would make of
+    it (id `line-<index>` of the line that decides it, so an incident can quote it)."""
     raw = list(raw_lines)
     received = as_utc(received) if received else datetime.now(UTC)
     lines = read_lines(raw, host=host, hosts=hosts, host_of_rank=host_of_rank, received=received)
+    records = _records(lines, source, received)
     events: list[dict[str, Any]] = []
-    unmatched = 0
-    for line in lines:
-        # the document's receipt time stands for "no time of its own": only the lines that
-        # make events are then given their place in the document's order
-        event = parse_line(line.text, host=line.stream[0] or line.default_host or UNNAMED_HOST,
-                           source=source, received=received)
-        if event is None:
-            unmatched += 1
+    for record in records:
+        if record.event is None:
             continue
+        event, line = record.event, lines[record.tags[record.head or 0]]
         event["id"] = f"line-{line.index}"
+        # the receipt time stands for "no time of its own": the line then takes its place
+        # in the document's order
         if event["time"] == received:
             event["time"] = line.time
         if event.get("rank") is None and line.rank is not None:
@@ -346,4 +330,5 @@ def read(raw_lines: Iterable[str], *, host: str | None = None, hosts: Sequence[s
         if line.local_rank is not None:
             event["attrs"].setdefault("local_rank", line.local_rank)
         events.append(event)
-    return Paste(lines=lines, blocks=find_blocks(lines), events=events, unmatched=unmatched)
+    unmatched = len(lines) - len(events)
+    return Paste(lines=lines, blocks=find_blocks(lines, records), events=events, unmatched=unmatched)

@@ -92,9 +92,9 @@ def test_order_is_the_clock_of_a_paste_without_timestamps():
     assert times == sorted(times) and len(set(times)) == len(times) and times[-1] < RECEIVED
 
 
-def test_blocks_traceback_terminate_pyspy_hung_task():
+def test_blocks_traceback_terminate_hung_task():
     # real lines: NVIDIA/nccl#1769 (a [rankN]: prefixed traceback), CompVis/latent-diffusion#17
-    lines = paste.read_lines([
+    read = paste.read([
         "[rank0]: Traceback (most recent call last):",
         '[rank0]:   File "/sharedfs/mihir/tmp/verl/tmp2.py", line 27, in <module>',
         "[rank0]:     main()",
@@ -104,11 +104,13 @@ def test_blocks_traceback_terminate_pyspy_hung_task():
         "terminate called after throwing an instance of 'c10::Error'",
         "  what():  CUDA error: initialization error",
     ], received=RECEIVED)
-    traceback, terminate = paste.find_blocks(lines)
+    traceback, terminate = read.blocks
     assert traceback.kind == "traceback" and traceback.attrs["exception"] == "torch.distributed.DistBackendError"
-    assert traceback.frames == ["<module> (/sharedfs/mihir/tmp/verl/tmp2.py:27)", "main (/sharedfs/mihir/tmp/verl/tmp2.py:20)"]
+    assert traceback.frames == ["/sharedfs/mihir/tmp/verl/tmp2.py:27 in <module>", "/sharedfs/mihir/tmp/verl/tmp2.py:20 in main"]
+    assert [e["id"] for e in read.events] == ["line-5"]  # one event for the traceback, as live ingest makes it
+    assert read.events[0]["rank"] == 0
     assert terminate.kind == "terminate" and terminate.attrs == {"exception": "c10::Error", "text": "CUDA error: initialization error"}
-    hung = paste.find_blocks(paste.read_lines((DATA / "parallelcluster-1150-nfs-hung-task.log").read_text().split("\n")[:-1]))
+    hung = paste.read((DATA / "parallelcluster-1150-nfs-hung-task.log").read_text().split("\n")[:-1]).blocks
     assert [b.kind for b in hung] == ["hung_task"] and "pagevec_lookup_tag" in hung[0].frames
     assert hung[0].lines[0].host == "ip-172-31-27-211" and len(hung[0].lines) == 9
 
