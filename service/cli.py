@@ -15,13 +15,8 @@ import orjson
 import sqlalchemy as sa
 import typer
 import uvicorn
-from pydantic import ValidationError
-from rich.console import Console
-from rich.table import Table
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError
-
 from faultgraph.attribution.generators import LAYOUTS
+from faultgraph.ingest.agent.cli import agent as agent_command
 from faultgraph.service import audit, client, store, transfer
 from faultgraph.service.app import create_app
 from faultgraph.service.auth import service as tokens
@@ -31,6 +26,11 @@ from faultgraph.service.auth.views import audit_detail
 from faultgraph.service.client import JsonOption, TokenOption, UrlOption
 from faultgraph.service.config import Settings
 from faultgraph.service.stats import render as stats_render
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 
 app = typer.Typer(help="faultgraph: the fault-diagnosis timeline of a GPU training cluster.", no_args_is_help=True)
 topology_app = typer.Typer(help="Generate cluster topologies and upload them.", no_args_is_help=True)
@@ -425,7 +425,8 @@ def checkpoint(
 
 def _scenario(families: str, faults: int, seed: int, hosts: int):
     """A generated scenario of the named families (`faultgraph simulate`, `faultgraph eval`)."""
-    from faultgraph.attribution import postmortems, simulate as sim
+    from faultgraph.attribution import postmortems
+    from faultgraph.attribution import simulate as sim
 
     if families == "hard":
         return postmortems.hard_set(faults, seed=seed, hosts=hosts)
@@ -448,12 +449,11 @@ def evaluate(
     """Replay a simulated scenario through the service and score the incidents against its ground truth."""
     import tempfile
 
+    from faultgraph.attribution import simulate as sim
+    from faultgraph.service import evaluate as ev
     from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
-
-    from faultgraph.attribution import simulate as sim
-    from faultgraph.service import evaluate as ev
 
     loaded = sim.Scenario.load(scenario) if scenario else _scenario(families, faults, seed, hosts)
 
@@ -491,35 +491,7 @@ def evaluate(
     console.print(reliability)
 
 
-@app.command()
-def agent(
-    url: Annotated[str | None, typer.Option(help="The service, e.g. http://faultgraph:8080.")] = None,
-    token: Annotated[str | None, typer.Option(envvar="FAULTGRAPH_TOKEN", help="Bearer token of role agent (env FAULTGRAPH_TOKEN).")] = None,
-    file: Annotated[list[str] | None, typer.Option("--file", help="A file or glob to follow like tail -F; repeatable.")] = None,
-    kmsg: Annotated[bool | None, typer.Option("--kmsg/--no-kmsg", help="Read the kernel log (/dev/kmsg, else journalctl -k).")] = None,
-    state_dir: Annotated[Path | None, typer.Option(help="Spool and saved positions (default /var/lib/faultgraph-agent).")] = None,
-    config: Annotated[Path | None, typer.Option(help="TOML file with the same settings (flags win).")] = None,
-    host: Annotated[str | None, typer.Option(help="This host's name in events (default: the hostname).")] = None,
-    read_from: Annotated[str | None, typer.Option(help="Files present at the very first start: end (default) or beginning.")] = None,
-    ca_file: client.CaFileOption = None,
-    cert: client.CertOption = None,
-    key: client.KeyOption = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every queued batch.")] = False,
-) -> None:
-    """Run the host agent: follow logs, parse at the edge, spool, post to the service."""
-    from faultgraph.ingest.agent.run import Agent, load_config, run_until_signalled
-
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "httpcore"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    try:
-        settings = load_config(config, url=url, token=token, files=file, kmsg=kmsg, state_dir=state_dir,
-                               host=host, read_from=read_from, ca_file=ca_file, cert=cert, key=key)
-        host_agent = Agent(settings)
-    except (ValueError, OSError) as exc:
-        raise typer.BadParameter(str(exc)) from None
-    run_until_signalled(host_agent)
+app.command(name="agent")(agent_command)
 
 
 from faultgraph.service.oncall_cli import register as register_oncall  # noqa: E402  (incidents, show, timeline, ack, resolve, demo)
