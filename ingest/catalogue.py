@@ -122,6 +122,7 @@ class Catalogue:
     int_attrs: frozenset[str]
     null_values: frozenset[str]
     nvlink5: tuple[Nvlink5Row, ...] = ()
+    fm_codes: dict[int, dict[str, str]] = field(default_factory=dict)
 
 
 def _check(value: str, allowed: tuple[str, ...], what: str, where: str) -> str:
@@ -204,7 +205,8 @@ def load() -> Catalogue:
 
 
 def load_dir(directory: Path) -> Catalogue:
-    """Read and validate xid.toml, sxid.toml, nvlink5.toml and patterns.toml from `directory`.
+    """Read and validate xid.toml, sxid.toml, nvlink5.toml, fabric_manager.toml and
+    patterns.toml from `directory`.
 
     Raises ValueError naming the file and entry of the first bad value (a cause not in
     SPEC §6, an unknown kind, severity, action, map or source, a bad regex).
@@ -228,10 +230,15 @@ def load_dir(directory: Path) -> Catalogue:
                    investigatory=r["investigatory"], severity=r["severity"], hw_sw=r["hw_sw"])
         for r in tomllib.loads((directory / "nvlink5.toml").read_text())["row"]
     )
+    fm_codes = {int(k): dict(v) for k, v in
+                tomllib.loads((directory / "fabric_manager.toml").read_text())["code"].items()}
+    for k, entry in fm_codes.items():
+        _check_cause(entry["cause"], f"fabric_manager.toml code {k}")
+        _check(entry["severity"], SEVERITIES, "severity", f"fabric_manager.toml code {k}")
     return Catalogue(
         xid=xid, sxid=sxid, sxid_units=units, rules=_rules(data, maps), extractors=extractors,
         maps=maps, int_attrs=frozenset(data["types"]["int"]),
-        null_values=frozenset(data["types"]["null"]), nvlink5=nvlink5,
+        null_values=frozenset(data["types"]["null"]), nvlink5=nvlink5, fm_codes=fm_codes,
     )
 
 
@@ -246,6 +253,16 @@ def nvlink5(xid: int, unit: str, intrinfo: int, error_status: int) -> Nvlink5Row
         if row.xid == xid and row.matches(unit, intrinfo, error_status):
             return row
     return None
+
+
+def fm_return(code: int | str) -> dict[str, str] | None:
+    """A Fabric Manager return code (`-10` or `FM_ST_NVLINK_ERROR`): its name, meaning,
+    cause and severity, or None for a code the table does not list."""
+    codes = load().fm_codes
+    if isinstance(code, str):
+        return next((dict(v, code=str(k)) for k, v in codes.items() if v["name"] == code), None)
+    entry = codes.get(code)
+    return dict(entry, code=str(code)) if entry else None
 
 
 def sxid(code: int) -> CodeEntry | None:

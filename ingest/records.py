@@ -139,10 +139,11 @@ class RecordGrouper:
                 return out
             else:
                 out.append(self._close(key))
-        if _TRACEBACK in text:
-            self._open[key] = Record([line], [tag], "traceback", key, opened=now)
+        if self.max_lines > 1 and _TRACEBACK in text:
+            self._open[key] = Record([line], [tag], "traceback", key, opened=now,
+                                     received=received, boot_time=boot_time)
             return out
-        if _NVRM_BLOCK in text:
+        if self.max_lines > 1 and _NVRM_BLOCK in text:
             self._open[key] = Record([line], [tag], "nvrm", key, opened=now, received=received,
                                      boot_time=boot_time)
             return out
@@ -220,6 +221,10 @@ class RecordGrouper:
 
     def _close(self, key: str) -> Record:
         record = self._open.pop(key)
+        if record.kind == "traceback" and record.head is None:
+            # no exception line came: the opening line still gets its own chance
+            record.event = self._parse(record.lines[0], record.received, record.boot_time)
+            record.head = 0 if record.event else None
         if record.kind == "nvrm":
             joined = "\n".join([record.lines[0], *record.details])
             record.event = self._parse(joined, record.received, record.boot_time)

@@ -106,12 +106,26 @@ def test_sxid_catalogue() -> None:
         assert unit["cause"] in CAUSE_CATEGORY
 
 
+def test_fabric_manager_return_codes() -> None:
+    """fmReturn_t from the FM SDK header: every documented code 0..-10, by number or name."""
+    assert set(CAT.fm_codes) == set(range(-10, 1))
+    nvlink = catalogue.fm_return(-10)
+    assert nvlink is not None and nvlink["name"] == "FM_ST_NVLINK_ERROR" and nvlink["cause"] == "nvlink"
+    assert catalogue.fm_return("FM_ST_TIMEOUT")["code"] == "-5"  # type: ignore[index]
+    assert catalogue.fm_return(-99) is None and catalogue.fm_return("FM_ST_NOPE") is None
+
+
 def test_rules_are_well_formed() -> None:
     ids = [r.id for r in CAT.rules]
     assert len(ids) == len(set(ids))
     for rule in CAT.rules:
         assert rule.kind in catalogue.LOG_KINDS and rule.cause in CAUSE_CATEGORY
         assert rule.source and rule.example
+        # an unanchored leading wildcard rescans the rest of the line at every position: a
+        # long line with many near-misses would cost quadratic time (tests/bench/parse.py
+        # measures the worst case); anchored at ^ it runs once
+        pattern = rule.regex.pattern.removeprefix("(?s)")
+        assert not pattern.startswith(("(?:.*", ".*", "(?:.+", ".+")), rule.id
 
 
 @pytest.mark.parametrize("rule", CAT.rules, ids=lambda r: r.id)
@@ -124,7 +138,7 @@ def test_every_rule_parses_its_own_example(rule: catalogue.Rule) -> None:
 
 
 def _copy(tmp_path: Path) -> Path:
-    for name in ("xid.toml", "sxid.toml", "nvlink5.toml", "patterns.toml"):
+    for name in ("xid.toml", "sxid.toml", "nvlink5.toml", "fabric_manager.toml", "patterns.toml"):
         shutil.copy(catalogue.CATALOGUE_DIR / name, tmp_path / name)
     return tmp_path
 

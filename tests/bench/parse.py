@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
+from faultgraph.ingest import catalogue
 from faultgraph.ingest.parse import parse_line
 from faultgraph.ingest.records import RecordGrouper
 
@@ -105,6 +106,17 @@ def main() -> None:
         rate = _rate(parse, lines)
         print(f"{name:14s} {rate:12,.0f} lines/s   baseline str.split {baseline:12,.0f} lines/s"
               f"   ratio {rate / baseline:.3f}   ({len(lines):,} lines)")
+    # Adversarial: every rule's example cut short and repeated to 60,000 characters, so a
+    # regex that rescans the rest of the line at each near-miss would go quadratic.
+    hostile = []
+    for rule in catalogue.load().rules:
+        example = rule.example.replace("\n", " ")
+        for cut in (len(example), len(example) * 2 // 3, len(example) // 3):
+            piece = example[:cut] + " "
+            hostile.append(piece * max(1, 60_000 // len(piece)))
+    worst = max((_rate(parse, [line], repeat=1) ** -1, line[:40]) for line in hostile)
+    print(f"long lines     {len(hostile)} lines of ~60,000 chars, slowest {worst[0] * 1000:.0f} ms"
+          f" ({worst[1]!r}…)")
     for name, lines in (("mix, grouped", mix), ("storm, grouped", storm)):
         baseline = _rate(str.split, lines)
         rate = _rate(grouped, lines)
