@@ -21,12 +21,13 @@ SEVERITIES = ("info", "warning", "error", "critical")
 ACTIONS = ("evict", "restart", "replace", "rollback", "none")
 ROLES = ("root", "cascade")
 _WORD = re.compile(r"[A-Za-z0-9_]+")
-# The SPEC §1 kinds a log line can yield (job_*, checkpoint_*, maintenance, train_anomaly
-# and host_heartbeat come from the service and its clients, not from log text).
+# The SPEC §1 kinds a log line can yield (job_*, checkpoint_*, maintenance and
+# host_heartbeat come from the service and its clients, not from log text; train_anomaly
+# comes from both: a trainer's own NaN/Inf warnings are log lines).
 LOG_KINDS = (
     "gpu_xid", "gpu_ecc", "gpu_thermal", "nvlink_error", "nvswitch_error", "nic_link",
     "nic_error", "pcie_aer", "nccl_timeout", "nccl_error", "host_mce", "host_mem_ecc",
-    "host_kernel", "host_oom", "host_disk", "host_power",
+    "host_kernel", "host_oom", "host_disk", "host_power", "train_anomaly",
     "job_fail",  # a rank's own exception: its traceback's last line
 )
 
@@ -68,6 +69,9 @@ class Rule:
     component: str | None = None  # template over host and attrs, e.g. "{host}/{device}"
     derive: dict[str, tuple[str, str]] = field(default_factory=dict)  # attr -> (map, from attr)
     severity_from: tuple[str, str] | None = None  # (map, attr): the line's own word sets severity
+    # Only a line a launcher's prefix ties to a rank: an application's own message is a
+    # fault of that rank when the launcher says whose it is, noise otherwise.
+    needs_rank: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,35 @@ class Extractor:
 
     kinds: frozenset[str]
     regex: re.Pattern[str]
+
+
+@dataclass(frozen=True)
+class Nvlink5Row:
+    """One row of NVIDIA's "XID 144-150 Decode" sheet (`catalogue/nvlink5.toml`)."""
+
+    xid: int
+    units: frozenset[str]
+    pattern_v1: str
+    pattern_v2: str
+    error_status: int
+    resolution: str
+    investigatory: str
+    severity: str  # NVIDIA's word: Fatal, Link Fatal, Non-fatal (footnote marks kept)
+    hw_sw: str
+
+    def matches(self, unit: str, intrinfo: int, error_status: int) -> bool:
+        return (unit in self.units and error_status == self.error_status
+                and (_bits_match(self.pattern_v2, intrinfo) or _bits_match(self.pattern_v1, intrinfo)))
+
+
+def _bits_match(pattern: str, value: int) -> bool:
+    """A 32-character pattern, most significant bit first: "1"/"0" fixed, "-" any."""
+    if len(pattern) != 32:
+        return False
+    for i, c in enumerate(pattern):
+        if c != "-" and ((value >> (31 - i)) & 1) != (c == "1"):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -88,6 +121,7 @@ class Catalogue:
     maps: dict[str, dict[str, str]]
     int_attrs: frozenset[str]
     null_values: frozenset[str]
+    nvlink5: tuple[Nvlink5Row, ...] = ()
 
 
 def _check(value: str, allowed: tuple[str, ...], what: str, where: str) -> str:
@@ -158,6 +192,7 @@ def _rules(data: dict[str, Any], maps: dict[str, dict[str, str]]) -> tuple[Rule,
             source=r["source"], example=r["example"], attrs=dict(r.get("attrs", {})),
             codes=r.get("codes"),
             component=r.get("component"), derive=derive, severity_from=severity_from,
+            needs_rank=bool(r.get("needs_rank", False)),
         ))
     return tuple(rules)
 
@@ -169,7 +204,7 @@ def load() -> Catalogue:
 
 
 def load_dir(directory: Path) -> Catalogue:
-    """Read and validate xid.toml, sxid.toml and patterns.toml from `directory`.
+    """Read and validate xid.toml, sxid.toml, nvlink5.toml and patterns.toml from `directory`.
 
     Raises ValueError naming the file and entry of the first bad value (a cause not in
     SPEC §6, an unknown kind, severity, action, map or source, a bad regex).
@@ -186,16 +221,31 @@ def load_dir(directory: Path) -> Catalogue:
                   regex=_compile(x["regex"], f"patterns.toml extract {i}"))
         for i, x in enumerate(data.get("extract", []))
     )
+    nvlink5 = tuple(
+        Nvlink5Row(xid=r["xid"], units=frozenset({r["unit"], *r["unit"].split("/")}),
+                   pattern_v1=r["pattern_v1"], pattern_v2=r["pattern_v2"],
+                   error_status=r["error_status"], resolution=r["resolution"],
+                   investigatory=r["investigatory"], severity=r["severity"], hw_sw=r["hw_sw"])
+        for r in tomllib.loads((directory / "nvlink5.toml").read_text())["row"]
+    )
     return Catalogue(
         xid=xid, sxid=sxid, sxid_units=units, rules=_rules(data, maps), extractors=extractors,
         maps=maps, int_attrs=frozenset(data["types"]["int"]),
-        null_values=frozenset(data["types"]["null"]),
+        null_values=frozenset(data["types"]["null"]), nvlink5=nvlink5,
     )
 
 
 def xid(code: int) -> CodeEntry | None:
     """The catalogue entry for an XID code, or None for a code NVIDIA has not documented."""
     return load().xid.get(code)
+
+
+def nvlink5(xid: int, unit: str, intrinfo: int, error_status: int) -> Nvlink5Row | None:
+    """NVIDIA's decode of an NVLink5 Xid (144-150) line, or None when no row fits."""
+    for row in load().nvlink5:
+        if row.xid == xid and row.matches(unit, intrinfo, error_status):
+            return row
+    return None
 
 
 def sxid(code: int) -> CodeEntry | None:

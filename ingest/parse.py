@@ -24,12 +24,17 @@ from datetime import datetime, timezone, tzinfo
 from typing import Any
 
 from faultgraph.ingest import catalogue
+from faultgraph.ingest.prefixes import Prefixed, has_prefix, strip_prefix
 from faultgraph.ingest.timestamps import as_utc, split_timestamp
 
 _CAT = catalogue.load()
 # Bytes that are not part of a word (ASCII other than letters, digits, "_") become spaces.
 _WORD_BYTES = bytes(c if c >= 128 or c == 95 or chr(c).isalnum() else 32 for c in range(256))
 _KEYWORDS = frozenset(k.encode() for r in _CAT.rules for k in r.keywords)
+_NO_PREFIX = Prefixed("")
+# Kinds a training process reports: only there does a launcher's prefix name a rank.
+_PROCESS_KINDS = frozenset({"nccl_timeout", "nccl_error", "gpu_ecc", "nvlink_error", "nic_error",
+                            "train_anomaly", "job_fail"})
 # keyword -> positions of the rules that name it, so a line tries only its candidates.
 _RULES_BY_KEYWORD = {k: tuple(i for i, r in enumerate(_CAT.rules) if k.decode() in r.keywords)
                      for k in _KEYWORDS}
@@ -53,15 +58,21 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
         return None
     candidates = sorted({i for k in _KEYWORDS.intersection(words) for i in _RULES_BY_KEYWORD[k]})
     received = as_utc(received) if received else datetime.now(timezone.utc)
-    time, header_host, message = split_timestamp(line, received=received, boot_time=boot_time,
-                                                 zone=zone)
+    prefixed = strip_prefix(line) if has_prefix(line) else _NO_PREFIX
+    time, header_host, message = split_timestamp(prefixed.text if prefixed.key else line,
+                                                 received=received, boot_time=boot_time, zone=zone)
+    if not prefixed.key and message is not line and has_prefix(message):
+        prefixed = strip_prefix(message)  # a launcher's prefix inside a syslog line
+        message = prefixed.text
     for i in candidates:
         rule = _CAT.rules[i]
+        if rule.needs_rank and prefixed.rank is None:
+            continue
         match = rule.regex.search(message)
         if match:
             try:
                 event = _event(rule, match, message, time or received, header_host or host,
-                               source)
+                               source, prefixed)
             except ValueError:  # a number too long for int(): not a line a driver wrote
                 continue
             if time is None:  # the engine must not place a backfill's storm at its receipt
@@ -88,7 +99,7 @@ def parse_lines(lines: Iterable[str], *, host: str | None = None, source: str | 
 
 
 def _event(rule: catalogue.Rule, match: re.Match[str], message: str, time: datetime,
-           host: str | None, source: str | None) -> dict[str, Any]:
+           host: str | None, source: str | None, prefixed: Prefixed) -> dict[str, Any]:
     attrs = dict(rule.attrs)
     _merge(attrs, match.groupdict())
     for extractor in _CAT.extractors:
@@ -102,12 +113,23 @@ def _event(rule: catalogue.Rule, match: re.Match[str], message: str, time: datet
             attrs[target] = value
     _normalise_pci(attrs)
     severity, cause, role = _classify(rule, attrs)
+    if "intrinfo" in attrs and "error_status" in attrs:
+        severity = _decode_nvlink5(attrs, severity)
     attrs.update(cause=cause, role=role, rule=rule.id)
     if source:
         attrs["source"] = source
     event: dict[str, Any] = {"time": time, "host": host, "kind": rule.kind,
                              "severity": severity, "attrs": attrs, "message": message}
-    rank = _ranks(attrs)
+    prefix_rank = None
+    if rule.kind in _PROCESS_KINDS:  # a launcher's prefix names a process, not a host's kernel
+        prefix_rank = prefixed.rank
+        if prefixed.local_rank is not None:
+            attrs["local_rank"] = prefixed.local_rank
+        if prefixed.task is not None:
+            attrs["task"] = prefixed.task
+        if prefixed.host is not None:
+            attrs["launcher_host"] = prefixed.host
+    rank = _ranks(attrs, prefix_rank)
     if rank is not None:
         event["rank"] = rank
     if rule.component and host:
@@ -128,12 +150,22 @@ def _merge(attrs: dict[str, Any], groups: dict[str, str | None],
 
 
 def _normalise_pci(attrs: dict[str, Any]) -> None:
-    """`pci` as domain:bus:device (the topology's key); `bdf` keeps the function."""
+    """`pci` as domain:bus:device (the topology's key); `bdf` keeps the function.
+
+    A bus id without its domain (`18:00.0`, as some driver messages print it) is in domain
+    0000; fabric manager's 8-digit domain (`00000000:86:00.0`) is the same 16-bit domain.
+    """
     if "bdf" in attrs:
         attrs["bdf"] = attrs["bdf"].lower()
         attrs.setdefault("pci", attrs["bdf"])
     if "pci" in attrs:
-        attrs["pci"] = attrs["pci"].lower().split(".", 1)[0]
+        pci = attrs["pci"].lower().split(".", 1)[0]
+        parts = pci.split(":")
+        if len(parts) == 2:
+            pci = "0000:" + pci
+        elif len(parts[0]) > 4:
+            pci = parts[0][-4:] + ":" + ":".join(parts[1:])
+        attrs["pci"] = pci
 
 
 def _classify(rule: catalogue.Rule, attrs: dict[str, Any]) -> tuple[str, str, str]:
@@ -154,17 +186,33 @@ def _classify(rule: catalogue.Rule, attrs: dict[str, Any]) -> tuple[str, str, st
     return severity, cause, role
 
 
-def _ranks(attrs: dict[str, Any]) -> int | None:
+def _decode_nvlink5(attrs: dict[str, Any], severity: str) -> str:
+    """NVLink5 Xids (144-150): the sub-code (intrinfo bits 20-25, as gpud computes it) and
+    NVIDIA's decode of the unit, intrinfo and error status; the decode's severity wins."""
+    intrinfo, status = int(attrs["intrinfo"], 16), int(attrs["error_status"], 16)
+    attrs["sub_code"] = (intrinfo >> 20) & 0x3F
+    row = catalogue.nvlink5(attrs.get("xid", 0), attrs.get("unit", ""), intrinfo, status)
+    if row is None:
+        return severity
+    attrs.update(nvlink5_severity=row.severity, resolution=row.resolution,
+                 investigatory=row.investigatory)
+    return "warning" if row.severity.lower().startswith("non") else "critical"
+
+
+def _ranks(attrs: dict[str, Any], prefix_rank: int | None) -> int | None:
     """The job's global rank, and `pg` naming the process group of `pg_rank`.
 
-    PyTorch >= 2.2 prefixes `[rankN]:` (global) and names the group `[PG ID i PG GUID
-    g(name) Rank r]`; older versions print only `[Rank r]`. Without the prefix, a rank in
-    the default group (PG 0, or no group named, as before 2.2) is the global rank.
+    PyTorch >= 2.2 prefixes `[rankN]:` (global; `prefix_rank`, as a launcher's prefix may
+    give it too) and names the group `[PG ID i PG GUID g(name) Rank r]`; older versions
+    print only `[Rank r]`. Without a prefix, a rank in the default group (PG 0, or no group
+    named, as before 2.2) is the global rank.
     """
     pg_name, pg_id = attrs.pop("pg_name", None), attrs.pop("pg_id", None)
     attrs.pop("pg_guid", None)
     if pg_name or pg_id:
         attrs["pg"] = pg_name or pg_id
+    if prefix_rank is not None and "rank" not in attrs:
+        attrs["rank"] = prefix_rank
     if "rank" not in attrs and "pg_rank" in attrs and pg_id in (None, "0"):
         attrs["rank"] = attrs["pg_rank"]
     return attrs.get("rank")

@@ -5,14 +5,19 @@ Formats, tried in order of how cheaply they are recognised:
   syslog host and tag (`2026-11-29T08:00:00.123456+00:00 node0042 kernel: ...`);
   `dmesg --time-format iso` (comma before the fraction, no host) likewise;
 - classic syslog `Nov 29 08:00:00 node0042 kernel: ...` (no year: the year of receipt);
-- `dmesg -T` ctime `[Fri Oct 14 14:56:49 2022] ...`;
+- `dmesg -T` ctime `[Fri Oct 14 14:56:49 2022] ...` (the day unpadded too: `[Sun Dec 1 ...]`);
+- NVIDIA fabric manager's `[Jul 23 2024 07:53:55] [ERROR] ...` and Python logging's
+  `[2024-03-01 10:00:00,123] ...` (DeepSpeed, sglang), both in `zone`;
+- a printk level `<4>` before any kernel format (pstore, `dmesg -r`);
 - `dmesg` monotonic `[171167.620236] ...` and `dmesg -H` deltas `[  +0.000004]`: seconds
   since boot, no absolute time;
 - `/dev/kmsg` records `prio,seq,usec,flags;msg`: usec since boot, absolute only when the
   boot time is known;
 - glog as PyTorch writes it, `[E1129 08:00:00.123456 ...]`, possibly after a `[rankN]:`
   prefix: the time is read, the line is kept whole (the glog header is the application's
-  own text, not a transport header).
+  own text, not a transport header). PyTorch does not zero-pad the month (c10 logging
+  prints `tm_mon + 1` bare, the day as two digits), so `[E207 ...]` is 7 February: the
+  last two digits are the day, the one or two before them the month.
 Times without a zone are in `zone` (default UTC). The message keeps the syslog tag except
 `kernel:`, so a kernel line reads the same whether it came from syslog, journald or
 /dev/kmsg.
@@ -36,11 +41,17 @@ _SYSLOG = re.compile(
 _TAG = re.compile(r"([A-Za-z_][\w.\-/]*)(?:\[\d+\])?: ")
 _CTIME = re.compile(
     r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
-    r" ([ \d]\d) (\d{2}):(\d{2}):(\d{2}) (\d{4})\]\s*")
+    r" {1,2}(\d{1,2}) (\d{1,2}):(\d{2}):(\d{2}) (\d{4})\]\s*")
+_FABRIC = re.compile(
+    r"\[(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(\d{1,2}) (\d{4})"
+    r" (\d{2}):(\d{2}):(\d{2})\]\s*")
+_PYLOG = re.compile(
+    r"\[(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|[+-]\d{2}:?\d{2})?[\] ]")
+_PRINTK_LEVEL = re.compile(r"<\d>(?=\[)")
 _MONOTONIC = re.compile(r"\[\s*\+?\d+\.\d+\]\s*(?:\[\s*[CT]\d+\]\s*)?")
 _KMSG = re.compile(r"\d+,\d+,(\d+),[^;]*;")
-_GLOG = re.compile(r"\[[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?[ \]]")
-_GLOG_WINDOW = 80  # PyTorch puts at most "[rankNNNNN]:" and a tool's prefix before it
+_GLOG = re.compile(r"\[[IWEF](1[0-2]|0?[1-9])(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?[ \]]")
+_GLOG_WINDOW = 160  # "[rankNNNNN]:" and a tool's prefix (Ray's "(WorkerDict pid=…)", a progress bar)
 
 
 def _micro(frac: str | None) -> int:
@@ -117,8 +128,8 @@ def _split(line: str, received: datetime, boot_time: datetime | None,
             return t, None, rest
         m = _KMSG.match(line)
         if m:
-            t = boot_time + timedelta(microseconds=int(m.group(1))) if boot_time else None
-            return t, None, line[m.end():]
+            since_boot = timedelta(microseconds=int(m.group(1)))
+            return (boot_time + since_boot if boot_time else None), None, line[m.end():]
     elif first == "[":
         m = _CTIME.match(line)
         if m:
@@ -129,6 +140,22 @@ def _split(line: str, received: datetime, boot_time: datetime | None,
         m = _MONOTONIC.match(line)
         if m:
             return None, None, line[m.end():]
+        m = _FABRIC.match(line)
+        if m:
+            mon, d, y, h, mi, s = m.groups()
+            t = datetime(int(y), _MONTHS[mon], int(d), int(h), int(mi), int(s),
+                         tzinfo=zone).astimezone(timezone.utc)
+            return t, None, line[m.end():]
+        m = _PYLOG.match(line)
+        if m:
+            y, mo, d, h, mi, s, frac, offset = m.groups()
+            t = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), _micro(frac),
+                         tzinfo=_zone(offset, zone)).astimezone(timezone.utc)
+            return t, None, line
+    elif first == "<":
+        m = _PRINTK_LEVEL.match(line)
+        if m:
+            return _split(line[m.end():], received, boot_time, zone)
     elif first in "JFMASOND":
         m = _SYSLOG.match(line)
         if m:

@@ -21,7 +21,6 @@ Configured by environment:
 import heapq
 import itertools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -31,10 +30,10 @@ from typing import Any, Literal
 
 import httpx
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
-
+from faultgraph.service.config import Settings
 from faultgraph.service.incidents.models import incidents
 from faultgraph.service.incidents.service import row_to_incident
+from sqlalchemy.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +44,10 @@ PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
 RESCAN = timedelta(minutes=5)
 OUTCOMES = ("sent", "retried", "failed")
 
-
 @dataclass(frozen=True)
 class Target:
     format: Format
     url: str
-
 
 @dataclass(frozen=True)
 class AlertConfig:
@@ -62,23 +59,14 @@ class AlertConfig:
     poll_seconds: float = 2.0
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "AlertConfig":
-        """Read the FAULTGRAPH_* variables; ValueError names a malformed one."""
-        env = os.environ if env is None else env
-        targets = tuple(parse_target(item) for item in env.get("FAULTGRAPH_WEBHOOKS", "").split(",") if item.strip())
-        routing_key = env.get("FAULTGRAPH_PAGERDUTY_ROUTING_KEY") or None
+    def from_settings(cls, settings: Settings) -> "AlertConfig":
+        """The delivery plan the settings describe; ValueError names a malformed target."""
+        targets = tuple(parse_target(item) for item in settings.webhooks.split(",") if item.strip())
+        routing_key = settings.pagerduty_routing_key or None
         if any(t.format == "pagerduty" for t in targets) and not routing_key:
             raise ValueError("FAULTGRAPH_WEBHOOKS names a pagerduty target: set FAULTGRAPH_PAGERDUTY_ROUTING_KEY")
-        try:
-            attempts = int(env.get("FAULTGRAPH_ALERT_ATTEMPTS", 6))
-            backoff = float(env.get("FAULTGRAPH_ALERT_BACKOFF_SECONDS", 2.0))
-        except ValueError as exc:
-            raise ValueError(f"FAULTGRAPH_ALERT_ATTEMPTS / _BACKOFF_SECONDS: {exc}") from None
-        if attempts < 1 or backoff < 0:
-            raise ValueError("FAULTGRAPH_ALERT_ATTEMPTS must be ≥ 1 and FAULTGRAPH_ALERT_BACKOFF_SECONDS ≥ 0")
-        public = (env.get("FAULTGRAPH_PUBLIC_URL") or "").rstrip("/") or None
-        return cls(targets, routing_key, public, attempts, backoff)
-
+        public = (settings.public_url or "").rstrip("/") or None
+        return cls(targets, routing_key, public, settings.alert_attempts, settings.alert_backoff_seconds)
 
 def parse_target(item: str) -> Target:
     """`slack=https://…`, `pagerduty`, or a bare URL (generic JSON)."""
@@ -93,11 +81,9 @@ def parse_target(item: str) -> Target:
         raise ValueError(f"webhook url {url!r}: expected http:// or https://")
     return Target(name, url)  # type: ignore[arg-type]
 
-
 def root_key(incident: Mapping[str, Any]) -> str:
     root = incident.get("root_cause") or {}
     return f"{root.get('component')}|{root.get('cause')}"
-
 
 def changes(seen: tuple[str, str] | None, incident: Mapping[str, Any]) -> list[str]:
     """What happened to an incident since it was last seen as (status, root key)."""
@@ -110,7 +96,6 @@ def changes(seen: tuple[str, str] | None, incident: Mapping[str, Any]) -> list[s
         found.append("resolved")
     return found
 
-
 def _summary(event: str, incident: Mapping[str, Any]) -> str:
     root = incident.get("root_cause") or {}
     action = incident.get("action") or {}
@@ -121,7 +106,6 @@ def _summary(event: str, incident: Mapping[str, Any]) -> str:
     if event != "resolved" and action.get("kind") not in (None, "none"):
         text += f"; action: {action['kind']} {action.get('target') or ''}".rstrip()
     return text
-
 
 def payload(target: Target, event: str, incident: Mapping[str, Any], config: AlertConfig,
             previous: Mapping[str, Any] | None = None) -> dict:
@@ -164,14 +148,12 @@ def payload(target: Target, event: str, incident: Mapping[str, Any], config: Ale
             "previous_root_cause": dict(previous) if previous else None, "url": link,
             "sent": datetime.now(UTC).isoformat().replace("+00:00", "Z")}
 
-
 @dataclass(order=True)
 class Delivery:
     due: float
     seq: int
     body: dict = field(compare=False)
     attempt: int = field(default=0, compare=False)
-
 
 class Courier:
     """One target's queue and thread: a slow or dead receiver delays only its own messages."""
@@ -234,7 +216,6 @@ class Courier:
         self._count(self.target, "failed")
         log.warning("webhook %s (%s) gave up after %d attempt(s): %s",
                     self.target.url, self.target.format, delivery.attempt, reason)
-
 
 class Dispatcher:
     """Watches incidents from a background thread and hands each change to the couriers."""

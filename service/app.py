@@ -18,6 +18,7 @@ from faultgraph.service.auth.middleware import Authenticate
 from faultgraph.service.auth.service import Authenticator
 from faultgraph.service.cluster import Cluster
 from faultgraph.service.config import Settings
+from faultgraph.service.diagnose import views as diagnose_views
 from faultgraph.service.events import views as events_views
 from faultgraph.service.events.models import events
 from faultgraph.service.incidents import views as incidents_views
@@ -69,7 +70,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             return cluster
 
         app.state.runner = IncidentRunner(engine, engine_view, leading=lambda: lease.held)
-        app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_env(), metrics=app.state.metrics,
+        app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_settings(settings), metrics=app.state.metrics,
                                              leading=lambda: lease.held)
 
         def after_pass(result: dict[str, int], seconds: float) -> None:
@@ -102,6 +103,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app.include_router(jobs_views.router)
     app.include_router(stats_views.router)
     app.include_router(logs_views.router)
+    app.include_router(diagnose_views.router)
     metrics.install(app, metrics.Metrics())
     app.mount("/ui", StaticFiles(directory=WEB_DIR, html=True), name="ui")
 

@@ -13,6 +13,7 @@ import orjson
 import sqlalchemy as sa
 import typer
 import uvicorn
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 from sqlalchemy.engine import Engine
@@ -35,6 +36,16 @@ def main() -> None:
     """faultgraph: the fault-diagnosis timeline of a GPU training cluster."""
 
 
+def load_settings(db: str | None = None) -> Settings:
+    """The settings from flags and environment; a malformed variable ends the command with its name."""
+    try:
+        return Settings(db_url=db) if db else Settings()
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        typer.echo(f"invalid setting: {problems}", err=True)
+        raise typer.Exit(2) from None
+
+
 DbOption = Annotated[str | None, typer.Option("--db", help="Database URL (env FAULTGRAPH_DB); default a DuckDB file in the user's data directory.")]
 
 
@@ -45,7 +56,7 @@ def serve(
     db: DbOption = None,
 ) -> None:
     """Run the service (ingest, query, incidents, statistics, web UI)."""
-    settings = Settings(db_url=db) if db else Settings()
+    settings = load_settings(db)
     with _open_store(settings.db_url) as engine, engine.connect() as conn:
         live_tokens = tokens.count(conn)
     loopback = tokens.is_loopback(host)
@@ -98,7 +109,7 @@ def token_create(
     db: DbOption = None,
 ) -> None:
     """Create a token and print it, alone, on standard output (it is not shown again)."""
-    settings = Settings(db_url=db) if db else Settings()
+    settings = load_settings(db)
     try:
         with _open_store(settings.db_url) as engine, engine.begin() as conn:
             token, _ = tokens.create(conn, role=role, name=name, host_pattern=host_pattern)
@@ -114,7 +125,7 @@ def token_list(
     db: DbOption = None,
 ) -> None:
     """List tokens (never their secrets), one per line, tab-separated."""
-    settings = Settings(db_url=db) if db else Settings()
+    settings = load_settings(db)
     with _open_store(settings.db_url) as engine, engine.connect() as conn:
         infos = tokens.get_all(conn, include_revoked=all_)
     typer.echo("id\trole\tname\thost_pattern\tcreated\trevoked")
@@ -129,7 +140,7 @@ def token_revoke(
     db: DbOption = None,
 ) -> None:
     """Revoke a token; a running server stops accepting it within seconds."""
-    settings = Settings(db_url=db) if db else Settings()
+    settings = load_settings(db)
     if token_id.startswith(tokens.PREFIX + "_"):
         token_id = token_id.split("_", 2)[1]
     with _open_store(settings.db_url) as engine, engine.begin() as conn:
@@ -153,7 +164,7 @@ def _print_counts(verb: str, counts: dict[str, int], where: str) -> None:
 @app.command("export")
 def export_command(directory: DirArgument, db: DbOption = None) -> None:
     """Write every table to Parquet files (one consistent snapshot), to move to another store."""
-    settings = Settings(db_url=db) if db else Settings()
+    settings = load_settings(db)
     engine = store.make_engine(settings.db_url)
     try:
         store.init_schema(engine)
@@ -166,7 +177,7 @@ def export_command(directory: DirArgument, db: DbOption = None) -> None:
 @app.command("import")
 def import_command(directory: DirArgument, db: DbOption = None) -> None:
     """Load an export into a store (stop the service first); rows already there are skipped."""
-    settings = Settings(db_url=db) if db else Settings()
+    settings = load_settings(db)
     engine = store.make_engine(settings.db_url)
     try:
         counts = transfer.import_all(engine, directory)
@@ -432,6 +443,10 @@ def agent(
 from faultgraph.service.oncall_cli import register as register_oncall  # noqa: E402  (incidents, show, timeline, ack, resolve, demo)
 
 register_oncall(app)
+
+from faultgraph.service.diagnose.cli import register as register_diagnose  # noqa: E402  (diagnose FILE…)
+
+register_diagnose(app)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,14 @@
-"""Runtime settings, read once from flags and environment (FAULTGRAPH_*)."""
+"""Runtime settings: one typed class for every `FAULTGRAPH_*` variable, read once.
 
-import os
-from dataclasses import dataclass, field
+Flags win over the environment (`Settings(db_url=…)`); the table in service/README.md is
+rendered from this class (`faultgraph settings`), so the documentation cannot drift.
+"""
+
 from pathlib import Path
 
 from platformdirs import user_data_dir
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 MiB = 1024 * 1024
 
@@ -15,16 +19,45 @@ def default_db_url() -> str:
     return f"duckdb:///{path}"
 
 
-@dataclass(frozen=True)
-class Settings:
-    db_url: str = field(default_factory=lambda: os.environ.get("FAULTGRAPH_DB") or default_db_url())
-    max_body_bytes: int = int(os.environ.get("FAULTGRAPH_MAX_BODY_BYTES", 16 * MiB))
-    # PUT /v1/topology only: a 4,096-host graph is ~35 MB of JSON.
-    max_topology_bytes: int = int(os.environ.get("FAULTGRAPH_MAX_TOPOLOGY_BYTES", 256 * MiB))
-    max_batch_events: int = int(os.environ.get("FAULTGRAPH_MAX_BATCH_EVENTS", 100_000))
-    # Batches waiting for the single writer; past this the service answers 503 + Retry-After.
-    writer_queue_batches: int = int(os.environ.get("FAULTGRAPH_WRITER_QUEUE", 512))
-    # A host whose agent sent heartbeats is marked lost after this much silence.
-    heartbeat_timeout_s: float = float(os.environ.get("FAULTGRAPH_HEARTBEAT_TIMEOUT", 60))
-    # Rows one group commit may gather from queued batches.
-    group_commit_rows: int = int(os.environ.get("FAULTGRAPH_GROUP_COMMIT_ROWS", 50_000))
+def _env(name: str) -> AliasChoices:
+    """Accept the variable's documented name and the field's own name (flags, tests)."""
+    return AliasChoices(f"FAULTGRAPH_{name}", name.lower())
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="FAULTGRAPH_", frozen=True, populate_by_name=True,
+                                      extra="ignore")
+
+    db_url: str = Field(default_factory=default_db_url, validation_alias=AliasChoices("FAULTGRAPH_DB", "db_url"),
+                        description="Database URL (`duckdb:///path` or `postgresql://…`); default a DuckDB file "
+                                    "in the user's data directory.")
+    max_body_bytes: int = Field(16 * MiB, validation_alias=_env("MAX_BODY_BYTES"), gt=0, description="Largest request body, except PUT /v1/topology.")
+    max_topology_bytes: int = Field(256 * MiB, validation_alias=_env("MAX_TOPOLOGY_BYTES"), gt=0,
+                                    description="Largest PUT /v1/topology body (4,096 hosts are ~35 MB of JSON).")
+    max_batch_events: int = Field(100_000, validation_alias=_env("MAX_BATCH_EVENTS"), gt=0, description="Most events in one posted batch (413 past it).")
+    writer_queue_batches: int = Field(512, gt=0, validation_alias=_env("WRITER_QUEUE"),
+                                      description="Batches waiting for the single writer; past this the service "
+                                                  "answers 503 + Retry-After.")
+    heartbeat_timeout_s: float = Field(60.0, gt=0, validation_alias=_env("HEARTBEAT_TIMEOUT"),
+                                       description="Seconds of silence after which a host whose agent sent "
+                                                   "heartbeats is marked lost.")
+    group_commit_rows: int = Field(50_000, validation_alias=_env("GROUP_COMMIT_ROWS"), gt=0, description="Rows one group commit may gather from queued batches.")
+    webhooks: str = Field("", validation_alias=_env("WEBHOOKS"), description="Alert targets, comma-separated: a URL (generic JSON), `slack=URL`, "
+                                          "`pagerduty`.")
+    pagerduty_routing_key: str | None = Field(None, validation_alias=_env("PAGERDUTY_ROUTING_KEY"), description="PagerDuty Events v2 routing key (needed by a "
+                                                                "`pagerduty` target).")
+    public_url: str | None = Field(None, validation_alias=_env("PUBLIC_URL"), description="The UI's address as on-call reaches it, for links in alerts.")
+    alert_attempts: int = Field(6, validation_alias=_env("ALERT_ATTEMPTS"), ge=1, description="Deliveries tried per alert before it is dropped.")
+    alert_backoff_seconds: float = Field(2.0, validation_alias=_env("ALERT_BACKOFF_SECONDS"), ge=0, description="First retry delay of an alert; doubles each try.")
+
+
+def settings_table() -> str:
+    """The settings as a Markdown table (variable, default, meaning), for the README."""
+    rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        assert isinstance(alias, AliasChoices), f"{name} needs its variable's name"
+        variable = alias.choices[0]
+        default = "user data dir" if field.default_factory else repr(field.default)
+        rows.append(f"| `{variable}` | {default} | {field.description} |")
+    return "\n".join(rows)

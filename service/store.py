@@ -40,7 +40,9 @@ def json_value(value: Any) -> Any:
     """A JSON column's value: some drivers hand back the text, others the parsed value."""
     return orjson.loads(value) if isinstance(value, str | bytes) else value
 
-SCHEMA_VERSION = 1
+# Release 0.1.0 wrote 1 and refuses a store whose version is higher; revisions since are
+# alembic's (service/migrations), and this number only keeps older releases out.
+SCHEMA_VERSION = 2
 
 schema_info = sa.Table(
     "schema_info",
@@ -115,23 +117,29 @@ def register_tables() -> None:
 
 
 def init_schema(engine: Engine) -> None:
-    """Create missing tables and record the schema version; refuse a newer database."""
+    """Create missing tables, migrate tables an older release made, record the version;
+    refuse a database written by a newer faultgraph."""
+    from faultgraph.service import migrations
+
     register_tables()
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
+        revision = migrations.current(conn)
+        if revision is not None and not migrations.known(revision):
+            raise SchemaVersionError(f"database schema revision {revision} is newer than this faultgraph's; "
+                                     "upgrade faultgraph")
+        created = not sa.inspect(conn).has_table(schema_info.name)
         metadata.create_all(conn)
+        if created:
+            migrations.stamp_head(conn)
+        else:
+            migrations.upgrade(conn, from_revision=migrations.FIRST if revision is None else None)
         if conn.dialect.name == "postgresql":
             _create_postgres_indexes(conn)
             _create_postgres_sequences(conn)
-        version = conn.execute(sa.select(sa.func.max(schema_info.c.version))).scalar()
-        if version is None:
-            conn.execute(schema_info.insert().values(version=SCHEMA_VERSION))
-        elif version > SCHEMA_VERSION:
-            raise SchemaVersionError(
-                f"database schema version {version} is newer than this faultgraph's "
-                f"({SCHEMA_VERSION}); upgrade faultgraph"
-            )
+        conn.execute(schema_info.delete())
+        conn.execute(schema_info.insert().values(version=SCHEMA_VERSION))
 
 
 def insert_ignoring_duplicates(conn: Connection, rows: pa.Table, *, table_name: str) -> list[str]:

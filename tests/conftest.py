@@ -20,9 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-if not SHARED_DATA.exists():  # a clone placed elsewhere: the brief's ../shared
-    SHARED_DATA = Path("/work/shared/data")
+REFERENCE_DATA = Path(__file__).resolve().parent / "data" / "reference"  # sources in its README
 
 
 def peak_rss_mib(pid: int) -> float:

@@ -2,6 +2,7 @@
 after a 5xx; deduplicated; never holding up ingest; not repeated after a restart."""
 
 import json
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -10,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from conftest import start_server
-from test_incidents_api import T0, gpu_falls_off, iso
-
 from faultgraph.service.alerts import AlertConfig, changes, parse_target
+from faultgraph.service.config import Settings
+from test_incidents_api import T0, gpu_falls_off, iso
 
 
 class Receiver:
@@ -145,20 +146,31 @@ def test_open_change_resolve_with_retry_dedup_and_restart(db_url, receiver):
 
 
 def test_configuration_from_environment():
-    config = AlertConfig.from_env({"FAULTGRAPH_WEBHOOKS": "https://a.example/hook, slack=https://hooks.slack.example/x,pagerduty",
-                                   "FAULTGRAPH_PAGERDUTY_ROUTING_KEY": "k"})
+    config = AlertConfig.from_settings(settings_from({
+        "FAULTGRAPH_WEBHOOKS": "https://a.example/hook, slack=https://hooks.slack.example/x,pagerduty",
+        "FAULTGRAPH_PAGERDUTY_ROUTING_KEY": "k"}))
     assert [(t.format, t.url) for t in config.targets] == [
         ("json", "https://a.example/hook"), ("slack", "https://hooks.slack.example/x"),
         ("pagerduty", "https://events.pagerduty.com/v2/enqueue")]
-    assert AlertConfig.from_env({}).targets == ()
+    assert AlertConfig.from_settings(settings_from({})).targets == ()
     with pytest.raises(ValueError, match="ROUTING_KEY"):
-        AlertConfig.from_env({"FAULTGRAPH_WEBHOOKS": "pagerduty"})
+        AlertConfig.from_settings(settings_from({"FAULTGRAPH_WEBHOOKS": "pagerduty"}))
     with pytest.raises(ValueError, match="format 'teams'"):
         parse_target("teams=https://x")
     with pytest.raises(ValueError, match="http"):
         parse_target("slack=ftp://x")
-    with pytest.raises(ValueError, match="ATTEMPTS"):
-        AlertConfig.from_env({"FAULTGRAPH_ALERT_ATTEMPTS": "many"})
+    with pytest.raises(ValueError, match="FAULTGRAPH_ALERT_ATTEMPTS"):
+        settings_from({"FAULTGRAPH_ALERT_ATTEMPTS": "many"})
+
+
+def settings_from(env: dict[str, str]) -> Settings:
+    """Settings read from exactly `env`, as `faultgraph serve` reads its environment."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in [n for n in os.environ if n.startswith("FAULTGRAPH_")]:
+            patch.delenv(name)
+        for name, value in env.items():
+            patch.setenv(name, value)
+        return Settings()
 
 
 def test_changes_between_scans():

@@ -14,6 +14,7 @@ from faultgraph.service.events.service import Decoded
 
 T0 = "2026-11-29T08:00:00Z"
 OPEN_PATHS = {"/healthz"}  # liveness probes carry no token; everything else declares a role
+ANY_CALLER_POSTS = {"/v1/diagnose"}  # SPEC §5: reader or agent; stores nothing
 
 
 def cli(*args: str) -> Result:
@@ -151,6 +152,10 @@ def test_every_endpoint_declares_a_role(secured):
         for method in operations:
             anonymous = srv.client.request(method, url)
             assert anonymous.status_code == 401, (method, path)
+            if path in ANY_CALLER_POSTS:
+                for role in ("reader", "agent"):
+                    assert srv.client.request(method, url, headers=bearer(made[role])).status_code != 403, (path, role)
+                continue
             role = "agent" if method == "get" else "reader"
             assert srv.client.request(method, url, headers=bearer(made[role])).status_code == 403, (method, path, role)
             checked += 1

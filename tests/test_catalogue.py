@@ -16,11 +16,54 @@ CAT = catalogue.load()
 
 def test_xid_catalogue_covers_the_documented_codes() -> None:
     assert len(CAT.xid) >= 60
-    assert set(range(1, 162)) <= set(CAT.xid)  # NVIDIA's table, 1..161, without gaps
+    # NVIDIA's current catalogue (sheet "Catalog"), 1..172 without gaps, incl. Blackwell 162-172
+    assert set(range(1, 173)) <= set(CAT.xid)
     for entry in CAT.xid.values():
         assert entry.cause in CAUSE_CATEGORY
         assert entry.severity in catalogue.SEVERITIES and entry.action in catalogue.ACTIONS
-        assert entry.name and entry.symbol and entry.source in ("nvidia-xid",)
+        assert entry.name and entry.symbol and entry.source in ("nvidia-xid", "nvidia-xid-catalog")
+    assert catalogue.xid(171).cause == "gpu_hbm" and catalogue.xid(171).role == "cascade"  # type: ignore[union-attr]
+    assert catalogue.xid(172).cause == "gpu_sram"  # type: ignore[union-attr]
+
+
+def test_nvlink5_decode_table() -> None:
+    """NVIDIA's "XID 144-150 Decode" sheet: every row's unit, patterns and severity usable."""
+    assert {row.xid for row in CAT.nvlink5} == set(range(144, 151))
+    for row in CAT.nvlink5:
+        assert len(row.pattern_v1) == 32 and len(row.pattern_v2) == 32
+        assert row.severity.split("*")[0].rstrip("?") in ("Fatal", "Link Fatal", "Non-fatal")
+
+
+@pytest.mark.parametrize(("line", "severity", "sub_code", "decoded", "resolution"), [
+    # leptonai/gpud components/accelerator/nvidia/xid/kmsg_test.go
+    ("[171167.620236] NVRM: Xid (PCI:0009:01:00): 149, NETIR_LINK_EVT  Fatal   XC0 i0 Link 01 "
+     "(0x021425c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)",
+     "critical", 33, "Link Fatal", "RESET_GPU"),
+    # leptonai/gpud components/accelerator/nvidia/xid/kmsg_extended_test.go
+    ("NVRM: Xid (PCI:0008:01:00): 145, RLW_SRC_TRACK Nonfatal XC1 i0 Link 12 (0x040988e2 "
+     "0x00000008 0x00000000 0x00000000 0x00000000 0x00000000)",
+     "warning", 0, "Non-fatal", "XID_154_EVAL"),
+    # NVIDIA/NVSentinel syslog-health-monitor pkg/xid/xid_handler_test.go: an R575+ driver's
+    # intrinfo matches the V2 pattern of a RESET_GPU row although the line says Nonfatal
+    ("NVRM: Xid (PCI:0000:00:08.0): 145, RLW_REMAP Nonfatal XC1 i0 Link 10 (0x00000004 "
+     "0x00000040 0x00000000 0x00000000 0x00000000 0x00000000)",
+     "critical", 0, "Fatal", "RESET_GPU"),
+])
+def test_nvlink5_lines_are_decoded(line: str, severity: str, sub_code: int, decoded: str,
+                                   resolution: str) -> None:
+    event = parse_line(line, host="node0042")
+    assert event is not None and event["severity"] == severity
+    attrs = event["attrs"]
+    assert (attrs["sub_code"], attrs["nvlink5_severity"], attrs["resolution"]) == (
+        sub_code, decoded, resolution)
+
+
+def test_nvlink5_line_without_a_matching_row_keeps_its_own_word() -> None:
+    # leptonai/gpud kmsg_extended_test.go: SAW_MVB with error status 0x80000000 has no row
+    event = parse_line("NVRM: Xid (PCI:0000:04:00): 144, SAW_MVB Nonfatal XC0 i0 Link 00 "
+                       "(0x00000003 0x80000000 0x00000000 0x00000000)", host="node0042")
+    assert event is not None and event["severity"] == "warning"
+    assert "resolution" not in event["attrs"] and event["attrs"]["sub_code"] == 0
 
 
 @pytest.mark.parametrize(("code", "cause", "category", "interrupts", "action"), [
@@ -51,6 +94,10 @@ def test_consequence_xids_are_cascades() -> None:
 def test_sxid_catalogue() -> None:
     for code in (12028, 20009, 24007, 26008, 28006):  # those in the shared corpus
         assert catalogue.sxid(code) is not None
+    # Fabric Manager guide appendix D codes (via gpud's table): DBEs fatal, SBEs low weight
+    assert catalogue.sxid(19047).severity == "critical"  # type: ignore[union-attr]
+    sbe = catalogue.sxid(11012)
+    assert sbe is not None and sbe.severity == "warning" and not sbe.interrupts
     assert catalogue.sxid_cause(20009) == "nvlink"
     assert catalogue.sxid_cause(26001) == "nvswitch"
     assert catalogue.sxid_cause(19999) == "nvlink"  # not listed: its unit (NVLTLC) decides
@@ -77,7 +124,7 @@ def test_every_rule_parses_its_own_example(rule: catalogue.Rule) -> None:
 
 
 def _copy(tmp_path: Path) -> Path:
-    for name in ("xid.toml", "sxid.toml", "patterns.toml"):
+    for name in ("xid.toml", "sxid.toml", "nvlink5.toml", "patterns.toml"):
         shutil.copy(catalogue.CATALOGUE_DIR / name, tmp_path / name)
     return tmp_path
 

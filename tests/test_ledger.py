@@ -12,7 +12,7 @@ from faultgraph.attribution.causes import CAUSE_CATEGORY
 from faultgraph.attribution.ledger import gpu_hours_lost, ledger, published_discrepancies
 from faultgraph.attribution.reliability import mtbf
 
-LLAMA3 = Path("/work/shared/data/llama3-interruptions.csv")
+LLAMA3 = Path(__file__).resolve().parent / "data" / "reference" / "llama3-interruptions.csv"
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=timezone.utc)
 
 

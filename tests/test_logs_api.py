@@ -140,3 +140,41 @@ def test_rejected_event_names_its_line(client: httpx.Client) -> None:
     result = response.json()
     assert result["accepted"] == 1
     assert [r["index"] for r in result["rejected"]] == [1]
+
+
+def _record(name: str) -> list[str]:
+    import json
+
+    records = json.loads((Path(__file__).parent / "data" / "records.json").read_text())
+    return next(r for r in records if r["name"] == name)["lines"]
+
+
+def test_multi_line_records_become_one_event_each(client: httpx.Client) -> None:
+    """Real kernel reports posted as they sit in a log (node-problem-detector's hung-task
+    and divide-error fixtures, tests/data/records.json): one event per report with its call
+    trace, nothing from the frames; a retry of the same text is stored once."""
+    host = "records01"
+    lines = _record("npd-docker_hung") + NOISE + _record("npd-divide_zero")
+    body = {"host": host, "source": "kmsg", "batch": "b-1", "lines": lines}
+    response = client.post("/v1/logs", json=body)
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert (result["lines"], result["parsed"], result["accepted"]) == (len(lines), 2, 2)
+    assert result["unmatched"] == len(NOISE)  # the reports' own lines are neither
+    stored = sorted(events_of(client, host), key=lambda e: e["attrs"]["event"])
+    assert [e["attrs"]["event"] for e in stored] == ["hung_task", "oops"]
+    assert "copy_net_ns+0x6c/0x130" in stored[0]["attrs"]["call_trace"]
+    assert stored[1]["attrs"]["record_lines"] == len(_record("npd-divide_zero"))
+    again = client.post("/v1/logs", json=body).json()
+    assert (again["accepted"], again["duplicates"]) == (0, 2)
+
+
+def test_traceback_posted_as_text_keeps_rank_and_frames(client: httpx.Client) -> None:
+    host = "records02"
+    text = "\n".join(_record("megatron-nan-traceback")) + "\n"
+    response = client.post("/v1/logs", params={"host": host, "source": "stdout"}, content=text.encode(),
+                           headers={"content-type": "text/plain"})
+    assert response.status_code == 200, response.text
+    (event,) = events_of(client, host)
+    assert event["kind"] == "train_anomaly" and event["rank"] == 3
+    assert event["attrs"]["exception"] == "AssertionError" and len(event["attrs"]["frames"]) == 1

@@ -20,7 +20,7 @@ from faultgraph.attribution.reliability import (
     weibull_fit,
 )
 
-DATA = Path("/work/shared/data")
+DATA = Path(__file__).resolve().parent / "data" / "reference"
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from faultgraph.attribution.generators import rail_optimized
-from tests.conftest import SHARED_DATA, start_server
+from tests.conftest import REFERENCE_DATA, start_server
 
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 
@@ -196,7 +196,7 @@ def _cause_event(cause: str, host: str) -> dict:
 
 
 def _llama3_rows() -> list[dict]:
-    with open(SHARED_DATA / "llama3-interruptions.csv", newline="") as handle:
+    with open(REFERENCE_DATA / "llama3-interruptions.csv", newline="") as handle:
         return list(csv.DictReader(handle))
 
 

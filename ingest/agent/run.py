@@ -25,7 +25,7 @@ from faultgraph.ingest.agent.kmsg import open_kernel_log
 from faultgraph.ingest.agent.lines import Line, Source, event_id
 from faultgraph.ingest.agent.spool import Spool
 from faultgraph.ingest.agent.tail import FileSources
-from faultgraph.ingest.parse import parse_line
+from faultgraph.ingest.records import Record, RecordGrouper
 
 log = logging.getLogger("faultgraph.agent")
 
@@ -52,6 +52,8 @@ class AgentConfig:
     max_spool_events: int = 1_000_000
     coalesce_window_s: float = 1.0
     max_hold_s: float = 5.0  # longest a storm group may keep a source's position from moving
+    record_max_lines: int = 200  # a multi-line record (traceback, call trace) closes at this many lines
+    record_max_wait_s: float = 2.0  # ... or once open this long, so it cannot hold the stream
     checkpoint_interval_s: float = 2.0  # how often positions are saved when only noise was read
     read_chunk_bytes: int = 1 << 20
     heartbeat_interval_s: float = 15.0  # host_heartbeat ok this often (0: none); the service's timeout is 60 s
@@ -106,6 +108,7 @@ class Agent:
                              host=config.host, heartbeat_s=config.heartbeat_interval_s)
         self._zone = ZoneInfo(config.zone)
         self._coalescers: dict[str, Coalescer] = {}
+        self._groupers: dict[str, RecordGrouper] = {}
         self._last: dict[str, str] = {}  # source → state after its last line read
         self._safe: dict[str, str] = dict(saved)  # source → state at its last quiet point
         self._held_since: dict[str, float] = {}
@@ -145,30 +148,42 @@ class Agent:
         name = source.name
         coalescer = self._coalescers.setdefault(name, Coalescer(window_s=self.config.coalesce_window_s,
                                                                 volatile=VOLATILE_ATTRS))
+        grouper = self._groupers.get(name)
+        if grouper is None:
+            grouper = self._groupers[name] = RecordGrouper(
+                host=self.config.host, source=source.label, zone=self._zone,
+                max_lines=self.config.record_max_lines, max_wait_s=self.config.record_max_wait_s)
         received = datetime.now(UTC)
         emitted: list[dict] = []
         self._counts["lines"] += len(lines)
         for line in lines:
-            event = parse_line(line.text, host=self.config.host, source=source.label,
-                               received=line.time or received, boot_time=line.boot_time, zone=self._zone)
-            if event is not None:
-                event["id"] = event_id(host=self.config.host, line=line)
-                emitted += coalescer.add(event, now=now)
-                self._held_since.setdefault(name, now)
+            for record in grouper.feed(line.text, tag=line, received=line.time or received,
+                                       boot_time=line.boot_time, now=now):
+                emitted += self._coalesce(name, coalescer, record, now)
             self._last[name] = line.resume
-            if not coalescer:
+            if not coalescer and not grouper:
                 self._safe[name] = line.resume
         # Wall-clock closing only once caught up: while catching up, groups go by event time
         # alone, the same way they will if these lines are ever read again.
         if at_end:
+            for record in grouper.expire(now=now):
+                emitted += self._coalesce(name, coalescer, record, now)
             emitted += coalescer.expire(now=now)
             if coalescer and now - self._held_since.get(name, now) >= self.config.max_hold_s:
                 emitted += coalescer.drain()
-        if not coalescer:
+        if not coalescer and not grouper:
             self._held_since.pop(name, None)
             if name in self._last:
                 self._safe[name] = self._last[name]
         return emitted
+
+    def _coalesce(self, name: str, coalescer: Coalescer, record: Record, now: float) -> list[dict]:
+        """A record's event, if any, into its source's storm groups; its id from its first line."""
+        if record.event is None:
+            return []
+        record.event["id"] = event_id(host=self.config.host, line=record.tags[0])
+        self._held_since.setdefault(name, now)
+        return coalescer.add(record.event, now=now)
 
     def _commit(self, emitted: list[dict]) -> None:
         changed = {name: state for name, state in self._safe.items() if self.committed.get(name) != state}
@@ -183,7 +198,11 @@ class Agent:
 
     def flush(self) -> None:
         """Close every storm group and save every position (a clean shutdown)."""
-        emitted = [event for coalescer in self._coalescers.values() for event in coalescer.drain()]
+        emitted: list[dict] = []
+        for name, grouper in self._groupers.items():
+            for record in grouper.flush():
+                emitted += self._coalesce(name, self._coalescers[name], record, time.monotonic())
+        emitted += [event for coalescer in self._coalescers.values() for event in coalescer.drain()]
         self._safe.update(self._last)
         self._held_since.clear()
         self._commit(emitted)

@@ -1,4 +1,5 @@
-"""Raw log lines → events: parse with the agent's rules, give each event a stable id.
+"""Raw log lines → events: group multi-line records and parse them with the agent's rules,
+give each event a stable id.
 
 A line's id must survive a retried post and still tell two real occurrences apart. It is
 derived from the host, the source, the line's text, the time the event got (the line's
@@ -13,11 +14,10 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
-
-from faultgraph.ingest.parse import parse_line
+from faultgraph.ingest.records import group_lines
 from faultgraph.service.events.service import BodyError
 from faultgraph.service.logs.models import LogsBody, LogsBodyAdapter
+from pydantic import ValidationError
 
 
 @dataclass
@@ -71,18 +71,21 @@ def batch_line_id(*, host: str, source: str, batch: str, index: int) -> str:
     return "l-" + hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def parse(logs: LogsBody, *, received: datetime) -> ParsedLogs:
-    """Each line through the parsers; matching lines become events with ids (and `job`)."""
+def parse(logs: LogsBody, *, received: datetime, max_record_lines: int = 200) -> ParsedLogs:
+    """The lines grouped into records (a traceback, a call trace: `ingest.records`) and
+    through the parsers; each record's event gets an id from its first line (and `job`).
+    `unmatched` counts the lines of records that gave no event."""
     host, source = logs["host"], logs.get("source") or ""
     job, batch = logs.get("job"), logs.get("batch")
     parsed = ParsedLogs(lines=len(logs["lines"]), unmatched=0)
     seen: dict[str, int] = {}
-    for index, line in enumerate(logs["lines"]):
-        event = parse_line(line, host=host, source=source or None, received=received)
+    for record in group_lines(logs["lines"], host=host, source=source or None, received=received,
+                              max_lines=max_record_lines):
+        event = record.event
         if event is None:
-            parsed.unmatched += 1
+            parsed.unmatched += len(record.lines)
             continue
-        line = line.rstrip("\r\n")
+        index, line = record.tags[0], record.lines[0]
         occurrence = seen[line] = seen.get(line, -1) + 1
         if batch:
             event["id"] = batch_line_id(host=host, source=source, batch=batch, index=index)

@@ -1,6 +1,6 @@
 """Agent CPU at a steady line rate: % of one core, against `tail -F` on the same file.
 
-    PYTHONPATH=. python tests/bench/agent.py [--rate 100] [--seconds 30] [--match 0.05] [--kmsg]
+    python tests/bench/agent.py [--rate 100] [--seconds 30] [--match 0.05] [--kmsg]
 
 Starts `faultgraph serve` on loopback and `faultgraph agent` following one file, appends
 `--rate` lines/s to it (the realistic syslog mix of tests/bench/parse.py, a fraction

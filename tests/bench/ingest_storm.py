@@ -1,6 +1,6 @@
 """Benchmark: an ingest storm from many agents, with a SIGKILL-free accounting of every event.
 
-Run: PYTHONPATH=. /work/venv/bin/python tests/bench/ingest_storm.py [--agents 32] [--seconds 10] [--batch 1000]
+Run: python tests/bench/ingest_storm.py [--agents 32] [--seconds 10] [--batch 1000]
 
 Target (issue 8): 50,000 events/s from many agents without a crash or a lost acknowledged
 event. Agent processes (not threads: a client must not share the GIL with another) post

@@ -1,6 +1,6 @@
 """Benchmark: a 4,096-host / 32,768-GPU rail-optimized topology end to end.
 
-Run: PYTHONPATH=. /work/venv/bin/python tests/bench/topology.py [--hosts 4096] [--no-http]
+Run: python tests/bench/topology.py [--hosts 4096] [--no-http]
 
 Targets (issue 4): JSON upload + load under 10 s, a path query under 1 ms, the
 footprint of a 16,384-rank job under 1 s. Each figure is printed with a baseline measured

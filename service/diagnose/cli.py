@@ -1,0 +1,82 @@
+"""`faultgraph diagnose FILE…`: the same diagnosis as `POST /v1/diagnose`, in process, no
+server. Registered on the main command by `register(app)` (see service/cli.py)."""
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from faultgraph.service.diagnose import service
+from faultgraph.service.diagnose.models import DiagnoseBodyAdapter
+from faultgraph.service.events.service import BodyError
+
+console = Console() if sys.stdout.isatty() else Console(width=160)
+CATEGORY_STYLE = {"gpu": "bold red", "host": "magenta", "network": "blue", "software": "green",
+                  "maintenance": "white", "unknown": "dim"}
+
+
+def _read(files: list[Path]) -> list[str]:
+    lines: list[str] = []
+    for path in files:
+        try:
+            text = sys.stdin.read() if str(path) == "-" else path.read_text(errors="replace")
+        except OSError as exc:
+            raise typer.BadParameter(f"{path}: {exc.strerror}") from None
+        lines += text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
+    return lines
+
+
+def diagnose(
+    files: Annotated[list[Path], typer.Argument(help="Log files as pasted or saved (job output, dmesg, py-spy dumps); '-' reads stdin.")],
+    host: Annotated[str | None, typer.Option("--host", help="The host the lines came from, where they do not say.")] = None,
+    job_hosts: Annotated[str | None, typer.Option("--job-hosts", help="The job's hosts in rank order, comma-separated, so ranks can be named as GPUs.")] = None,
+    gpus_per_host: Annotated[int, typer.Option(help="With --job-hosts: ranks per host.")] = 8,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answer as POST /v1/diagnose gives it.")] = False,
+) -> None:
+    """Diagnose pasted logs without a server: ranked incidents, the lines that decided them, what is missing."""
+    body: dict = {"lines": _read(files), "host": host}
+    if job_hosts:
+        body["job"] = {"hosts": [h.strip() for h in job_hosts.split(",") if h.strip()], "gpus_per_host": gpus_per_host}
+    try:
+        checked = DiagnoseBodyAdapter.validate_python(body)
+        answer = service.diagnose(checked, received=datetime.now(UTC))
+    except BodyError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    except ValueError as exc:  # pydantic's: a host that is not a host name
+        raise typer.BadParameter(str(exc).splitlines()[0] + ": " + str(exc).splitlines()[-1].strip()) from None
+    if as_json:
+        typer.echo(json.dumps(answer, indent=2))
+        return
+    _print(answer)
+
+
+def _print(answer: dict) -> None:
+    console.print(f"{answer['lines']} lines, {answer['events']} events, {answer['unmatched']} lines matched no rule")
+    if not answer["incidents"]:
+        console.print("[bold]No diagnosis:[/] nothing in these lines names a failure. Paste the job's error output, "
+                      "the hosts' `dmesg`, or a `py-spy dump` of every rank.")
+        return
+    for n, incident in enumerate(answer["incidents"], 1):
+        root = incident["root_cause"]
+        style = CATEGORY_STYLE.get(root["category"], "")
+        console.print(f"\n[bold]{n}. [{style}]{root['category']}[/{style}] / {root['cause']}[/bold] at "
+                      f"[bold]{escape(str(root['component']))}[/bold]  (confidence {root['confidence']:.2f})")
+        console.print(f"   {escape(root['explanation'])}")
+        console.print(f"   [bold]Action:[/] {incident['action']['kind']} {escape(str(incident['action']['target']))}: "
+                      f"{escape(incident['action']['detail'])}")
+        for quoted in incident["lines"][:12]:
+            console.print(f"   [dim]{quoted['line']:>6}[/dim] [yellow]{escape(quoted['text'])}[/yellow]", soft_wrap=True)
+        if len(incident["lines"]) > 12:
+            console.print(f"   [dim]… {len(incident['lines']) - 12} more lines[/dim]")
+        for hint in incident["missing"]:
+            console.print(f"   [bold]Missing:[/] {escape(hint)}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `diagnose` to the `faultgraph` command."""
+    app.command("diagnose")(diagnose)

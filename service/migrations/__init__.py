@@ -1,0 +1,56 @@
+"""Schema migrations (alembic): a store written by an older faultgraph opens in this one.
+
+New tables come from the models (`metadata.create_all` creates what is missing); a change
+to a table an older release already created is a revision in `versions/`. A store that
+predates alembic (release 0.1.0 recorded only `schema_info`) is stamped at the first
+revision and upgraded from there; a new store is created whole and stamped at the head.
+"""
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.ddl.impl import DefaultImpl
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+
+FIRST = "0001"
+
+
+class DuckDBImpl(DefaultImpl):
+    """Alembic's operations on DuckDB: its SQL is PostgreSQL's where alembic needs it."""
+
+    __dialect__ = "duckdb"
+    transactional_ddl = True
+
+
+def _config(conn: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).parent))
+    config.attributes["connection"] = conn
+    return config
+
+
+def current(conn: Connection) -> str | None:
+    """The revision the store is at, or None where alembic never ran."""
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def known(revision: str) -> bool:
+    """Whether this release knows `revision` (a newer release's store it does not)."""
+    revisions = ScriptDirectory.from_config(_config()).walk_revisions()
+    return any(script.revision == revision for script in revisions)
+
+
+def upgrade(conn: Connection, *, from_revision: str | None) -> None:
+    """Bring the store to the head: stamp `from_revision` first where alembic never ran."""
+    config = _config(conn)
+    if from_revision is not None:
+        command.stamp(config, from_revision)
+    command.upgrade(config, "head")
+
+
+def stamp_head(conn: Connection) -> None:
+    """Record a store created whole by this release as being at the head."""
+    command.stamp(_config(conn), "head")

@@ -1,0 +1,8 @@
+COPY engine_state FROM '{dir}/engine_state.csv' (FORMAT 'csv', allow_quoted_nulls false, force_not_null ('name', 'last_seq'), quote '"', delimiter ',', header 1);
+COPY events FROM '{dir}/events.csv' (FORMAT 'csv', allow_quoted_nulls false, force_not_null ('id', 'seq', 'time', 'received', 'host', 'kind'), quote '"', delimiter ',', header 1);
+COPY incidents FROM '{dir}/incidents.csv' (FORMAT 'csv', allow_quoted_nulls false, force_not_null ('id', 'number', 'scope', 'status', 'status_set_by_oncall', 'opened', 'updated', 'start', 'last', 'symptoms', 'hosts', 'planned', 'root_cause', 'category', 'cause', 'candidates', 'action', 'gpus', 'gpu_hours_lost', 'failed_at', 'notes'), quote '"', delimiter ',', header 1);
+COPY incident_events FROM '{dir}/incident_events.csv' (FORMAT 'csv', allow_quoted_nulls false, force_not_null ('incident_id', 'event_id'), quote '"', delimiter ',', header 1);
+COPY jobs FROM '{dir}/jobs.csv' (FORMAT 'csv', allow_quoted_nulls false, force_not_null ('id', 'start', 'state', 'state_time', 'registered'), quote '"', delimiter ',', header 1);
+COPY schema_info FROM '{dir}/schema_info.csv' (FORMAT 'csv', allow_quoted_nulls false, force_not_null 'version', quote '"', delimiter ',', header 1);
+COPY tokens FROM '{dir}/tokens.csv' (FORMAT 'csv', allow_quoted_nulls false, force_not_null ('id', 'role', 'secret_sha256', 'created'), quote '"', delimiter ',', header 1);
+COPY topologies FROM '{dir}/topologies.csv' (FORMAT 'csv', allow_quoted_nulls false, force_not_null ('version', 'created', 'body', 'components', 'links', 'hosts', 'gpus'), quote '"', delimiter ',', header 1);

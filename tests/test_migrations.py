@@ -1,0 +1,93 @@
+"""A store written by release 0.1.0 opens in this release: tables an older release made are
+migrated (alembic), its events, incidents, notes, jobs, topology and tokens all still there;
+a store from a newer release is refused."""
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+import sqlalchemy as sa
+from conftest import Server, chosen_backend, fresh_postgres_database, start_server
+from faultgraph.service import migrations, store
+
+RELEASE_1 = Path(__file__).resolve().parent / "data" / "release-0.1.0"
+
+
+def _load_duckdb(path: Path) -> str:
+    """The DuckDB export of the 0.1.0 store, loaded into a new file."""
+    con = duckdb.connect(str(path))
+    con.execute((RELEASE_1 / "duckdb" / "schema.sql").read_text())
+    con.execute((RELEASE_1 / "duckdb" / "load.sql").read_text().replace("{dir}", str(RELEASE_1 / "duckdb")))
+    con.close()
+    return f"duckdb:///{path}"
+
+
+def _load_postgres(url: str) -> None:
+    """The pg_dump of the 0.1.0 store, restored by psql into an empty database."""
+    psql = shutil.which("psql") or next(Path("/usr/lib/postgresql").glob("*/bin/psql"))
+    dsn = sa.engine.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    subprocess.run([str(psql), "-q", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", str(RELEASE_1 / "postgresql.sql")],
+                   check=True, capture_output=True, timeout=120)
+
+
+@pytest.fixture
+def release_1_store(tmp_path: Path) -> Iterator[str]:
+    backend = chosen_backend()
+    if backend == "duckdb":
+        yield _load_duckdb(tmp_path / "release-0.1.0.duckdb")
+        return
+    with fresh_postgres_database(backend) as url:
+        _load_postgres(url)
+        yield url
+
+
+def _admin_token(db_url: str) -> str:
+    made = subprocess.run([sys.executable, "-m", "faultgraph.service.cli", "token", "create", "--role", "admin",
+                           "--name", "upgrade-test", "--db", db_url], capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()
+
+
+def test_a_release_0_1_0_store_opens_with_everything_in_it(release_1_store: str):
+    token = _admin_token(release_1_store)  # the CLI opens (and migrates) the store first
+    server: Server = start_server(release_1_store)
+    try:
+        server.client.headers["Authorization"] = f"Bearer {token}"
+        incidents = server.client.get("/v1/incidents").json()["incidents"]
+        assert [(i["root_cause"]["component"], i["type"]) for i in incidents] == [("node0003/gpu3", "interruption")]
+        detail = server.client.get(f"/v1/incidents/{incidents[0]['id']}").json()
+        assert [note["text"] for note in detail["notes"]] == ["written by release 0.1.0"]
+        assert len(server.client.get("/v1/events", params={"limit": 1000}).json()["events"]) == 67
+        assert server.client.get("/v1/jobs/llama-small").json()["id"] == "llama-small"
+        assert server.client.get("/v1/topology/versions").json()["versions"][0]["version"] == 1
+        names = {t["name"] for t in server.client.get("/v1/tokens").json()["tokens"]}
+        assert {"r1-reader", "upgrade-test"} <= names
+        # the store keeps working: new events land after the old ones
+        answer = server.client.post("/v1/events", json=[{"time": "2026-11-30T00:00:00Z", "host": "node0001",
+                                                          "kind": "gpu_ecc", "attrs": {"type": "sbe", "count": 1}}])
+        assert answer.json()["accepted"] == 1
+    finally:
+        server.stop()
+    engine = store.make_engine(release_1_store)
+    try:
+        with engine.connect() as conn:
+            assert migrations.current(conn) is not None
+            assert conn.execute(sa.select(store.schema_info.c.version)).scalar_one() == store.SCHEMA_VERSION
+    finally:
+        engine.dispose()
+
+
+def test_a_store_from_a_newer_release_is_refused(db_url: str):
+    engine = store.make_engine(db_url)
+    try:
+        store.init_schema(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.text("UPDATE alembic_version SET version_num = 'f00d'"))
+        with pytest.raises(store.SchemaVersionError, match="newer"):
+            store.init_schema(engine)
+    finally:
+        engine.dispose()
