@@ -62,6 +62,8 @@ def classify(event: dict) -> Signal:
         # A rank's own exception (a traceback's last line, SPEC §8 training-process lines)
         # is a symptom that names its root: the cause the catalogue gave it.
         cause = attrs.get("cause") if kind == "job_fail" and attrs.get("role") == "root" else None
+        if attrs.get("event") == "watchdog_cuda_error":  # the rank's own GPU work failed, not a wait
+            cause = _cuda_error_cause(str(attrs.get("text") or ""))
         return Signal("symptom", cause or "nccl_watchdog", 0.0, kind == "job_fail")
     if kind in LIFECYCLE_KINDS:
         return Signal("lifecycle", "unknown", 0.0, False)
@@ -106,6 +108,16 @@ def classify(event: dict) -> Signal:
         weight *= 0.3
     is_fault = interrupts and role == "root"
     return Signal("fault" if is_fault else "evidence", cause, weight, is_fault)
+
+
+def _cuda_error_cause(text: str) -> str:
+    """The cause a CUDA error a rank's NCCL watchdog reports points at."""
+    lowered = text.lower()
+    if "ecc" in lowered:
+        return "gpu_hbm"
+    if "nvlink" in lowered:
+        return "nvlink"
+    return "software_bug"  # an illegal address or instruction, a device-side assert: the code
 
 
 # Causes that are the application's, not the hardware's, when a GPU event names them.

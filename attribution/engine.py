@@ -340,15 +340,23 @@ def _explain(draft: Draft, component: str | None, cause: str, evidence_items: li
         attrs = first.event.get("attrs") or {}
         code = f" XID {attrs['xid']}" if "xid" in attrs else f" SXid {attrs['sxid']}" if "sxid" in attrs else ""
         seen = f" ({first.event['kind']}{code} at {first.time:%H:%M:%S})"
-    raised = next((i for i in sorted(evidence_items, key=lambda i: i.time) if i.event["kind"] == "job_fail"
-                   and (i.event.get("attrs") or {}).get("reason")), None)
+    raised = next((i for i in sorted(evidence_items, key=lambda i: i.time) if i.event["kind"] in ("job_fail", "nccl_error")
+                   and _raised(i)), None)
     if raised is not None:  # the rank's own exception says what went wrong better than a code
-        seen = f" (rank {raised.event.get('rank')} raised \"{str(raised.event['attrs']['reason'])[:160]}\" at {raised.time:%H:%M:%S})"
+        seen = f" (rank {raised.event.get('rank')} raised \"{_raised(raised)[:160]}\" at {raised.time:%H:%M:%S})"
     tail = f"; {draft.symptoms} symptoms on {draft.hosts} hosts followed" if draft.symptoms else ""
     silent = not evidence_items and draft.symptoms
     if silent:
         seen = " (it fell silent while the others waited for it)"
     return f"{component}: {what}{seen}{tail}; {action['detail']}."
+
+
+def _raised(item: Item) -> str:
+    """The exception a rank raised, as its line gave it ('' for other events)."""
+    attrs = item.event.get("attrs") or {}
+    if item.event["kind"] == "job_fail":
+        return str(attrs.get("reason") or "")
+    return str(attrs.get("text") or "") if attrs.get("event") == "watchdog_cuda_error" else ""
 
 
 def _interruption(draft: Draft, lifecycle: Sequence[Item], cluster: Cluster, placement: Placement | None,

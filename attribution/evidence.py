@@ -192,7 +192,7 @@ def exceptions(symptoms: Sequence[Item], placement: Placement | None) -> list[Vo
     """A rank's own exception (a Python traceback: CUDA out of memory, an illegal memory
     access, a failed assertion) is the root of the timeouts that follow on the other ranks:
     its process died, so they waited for it. The first raisers share the blame."""
-    raised = sorted((i for i in symptoms if i.event["kind"] == "job_fail" and i.event.get("rank") is not None
+    raised = sorted((i for i in symptoms if i.event["kind"] in ("job_fail", "nccl_error") and i.event.get("rank") is not None
                      and i.signal.cause not in ("nccl_watchdog", "unknown")), key=lambda i: (i.time, i.id))
     if not raised:
         return []

@@ -88,6 +88,10 @@ def _software_crash(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
         b.kernel(t, host, *sim._xid(pci, code, detail, job.pid_base + gpu))
     line = f"[rank{rank}]: {text}"
     b.log(b.after(t, 0.05, 0.5), host, "train", line, sim._expect("job_fail", rank))
+    if pick == 1 and b.rng.random() < 0.5:  # the rank's NCCL watchdog trips on the same CUDA error
+        b.glog(b.after(t, 0.5, 2), job, rank, "ProcessGroupNCCL.cpp:1595",
+               "Process group watchdog thread terminated with exception: CUDA error: an illegal memory access was "
+               "encountered", sim._expect("nccl_error", rank))
     end = sim._timeouts(b, job, sim._hang_start(b, b.after(t, 0.5, 3)), skip={rank})
     return sim._Hit(f"{host}/gpu{gpu}", end)
 
