@@ -49,7 +49,6 @@ def get_incident(request: Request, incident_id: str) -> dict:
         incident = service.get(conn, incident_id=incident_id)
     if incident is None:
         raise HTTPException(404, f"no incident {incident_id!r}")
-    audit.record(request, action="incident.patch", target=incident_id, detail=patch.model_dump(exclude_unset=True, mode="json"))
     return incident
 
 
