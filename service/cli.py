@@ -412,6 +412,10 @@ from faultgraph.service.oncall_cli import register as register_oncall  # noqa: E
 
 register_oncall(app)
 
+from faultgraph.service.schedulers.cli import slurm_app  # noqa: E402  (SPEC §4 hooks; also reached by a short path, see main())
+
+app.add_typer(slurm_app, name="slurm")
+
 
 if __name__ == "__main__":
     app()
