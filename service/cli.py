@@ -231,6 +231,24 @@ def topology_generate(
         output.write_bytes(blob)
 
 
+@topology_app.command("discover")
+def topology_discover(
+    directory: Annotated[Path, typer.Argument(help="DIR/<host>/nvidia-smi-topo-m.txt, nvidia-smi-q.xml|txt, ibdev2netdev.txt, ibstat.txt, lspci.txt, ip-addr.json; DIR/fabric/ibnetdiscover.txt.", exists=True, file_okay=False)],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of standard output.")] = None,
+) -> None:
+    """Build the topology from the tools' outputs (SPEC §3); missing or unreadable inputs are named on standard error."""
+    from faultgraph.ingest.discover.build import discover
+
+    body, problems = discover(directory)
+    for problem in problems:
+        typer.echo(f"discover: {problem}", err=True)
+    blob = orjson.dumps(body)
+    if output is None:
+        sys.stdout.buffer.write(blob + b"\n")
+    else:
+        output.write_bytes(blob)
+
+
 @topology_app.command("upload")
 def topology_upload(
     file: Annotated[Path, typer.Argument(help="A topology JSON file ('-' for standard input).", allow_dash=True)],
