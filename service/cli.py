@@ -206,6 +206,7 @@ def topology_generate(
     spines: Annotated[int | None, typer.Option(help="Spine switches (default: non-blocking).")] = None,
     host_prefix: Annotated[str | None, typer.Option(help="Host name prefix, e.g. node → node0042.")] = None,
     fabric: Annotated[str | None, typer.Option(help="ib or eth.")] = None,
+    racks: Annotated[int | None, typer.Option(help="GB200 NVL72 racks (gb200-nvl72).")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of standard output.")] = None,
 ) -> None:
     """Write a generated topology as the JSON body of PUT /v1/topology."""
@@ -214,7 +215,7 @@ def topology_generate(
         raise typer.BadParameter(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}", param_hint="LAYOUT")
     given = {name: value for name, value in {
         "hosts": hosts, "gpus_per_host": gpus_per_host, "nvswitches": nvswitches, "hosts_per_su": hosts_per_su,
-        "spines": spines, "host_prefix": host_prefix, "fabric": fabric,
+        "spines": spines, "host_prefix": host_prefix, "fabric": fabric, "racks": racks,
     }.items() if value is not None}
     accepted = inspect.signature(generator).parameters
     unused = [f"--{name.replace('_', '-')}" for name in given if name not in accepted]
