@@ -410,6 +410,7 @@ def agent(
     host: Annotated[str | None, typer.Option(help="This host's name in events (default: the hostname).")] = None,
     read_from: Annotated[str | None, typer.Option(help="Files present at the very first start: end (default) or beginning.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every queued batch.")] = False,
+    inventory: Annotated[bool, typer.Option("--inventory", help="Also post this host's nvidia-smi/ibstat/lspci/ip outputs at start and daily (POST /v1/inventory).")] = False,
 ) -> None:
     """Run the host agent: follow logs, parse at the edge, spool, post to the service."""
     from faultgraph.ingest.agent.run import Agent, load_config, run_until_signalled
@@ -424,6 +425,12 @@ def agent(
         host_agent = Agent(settings)
     except (ValueError, OSError) as exc:
         raise typer.BadParameter(str(exc)) from None
+    if inventory:
+        import threading
+
+        from faultgraph.ingest.agent.inventory import InventoryReporter
+
+        InventoryReporter(settings.url, settings.host, token=settings.token).start(threading.Event())
     run_until_signalled(host_agent)
 
 
