@@ -438,9 +438,10 @@ from faultgraph.service.oncall_cli import register as register_oncall  # noqa: E
 
 register_oncall(app)
 
-from faultgraph.service.schedulers.cli import slurm_app  # noqa: E402  (SPEC §4 hooks; also reached by a short path, see main())
+from faultgraph.service.schedulers.cli import k8s_app, slurm_app  # noqa: E402  (SPEC §4; slurm also by a short path, see main())
 
 app.add_typer(slurm_app, name="slurm")
+app.add_typer(k8s_app, name="k8s")
 
 
 if __name__ == "__main__":

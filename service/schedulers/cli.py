@@ -15,6 +15,7 @@ import typer
 from faultgraph.service.schedulers import slurm, spool
 
 slurm_app = typer.Typer(help="Slurm prolog/epilog hooks that register jobs (SPEC §4).", no_args_is_help=True)
+k8s_app = typer.Typer(help="Register Kubernetes training jobs from their pods (SPEC §4).", no_args_is_help=True)
 
 SPOOL_DEFAULT = Path("/var/spool/faultgraph-slurm")
 UrlOption = Annotated[str, typer.Option(envvar="FAULTGRAPH_URL", help="The service (env FAULTGRAPH_URL).")]
@@ -62,6 +63,30 @@ def epilog(
 ) -> None:
     """Record the job's end (job_fail when Slurm reports a non-zero exit status)."""
     _run(slurm.epilog, url, token, spool_dir, budget)
+
+
+@k8s_app.command("watch")
+def k8s_watch(
+    url: UrlOption = "http://127.0.0.1:8080",
+    token: TokenOption = None,
+    namespace: Annotated[str | None, typer.Option(help="Only this namespace (default: all).")] = None,
+    selector: Annotated[str | None, typer.Option(help="A label selector for the pods to follow.")] = None,
+    settle: Annotated[float, typer.Option(help="Seconds a job's pods must stay unchanged before it is (re)registered.")] = 5.0,
+) -> None:
+    """Follow JobSet, PyTorchJob, LeaderWorkerSet and Indexed Job pods; register each job with its nodes in rank order."""
+    import logging
+
+    import httpx
+
+    from faultgraph.service.schedulers import k8s
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    http = httpx.Client(base_url=url.rstrip("/"), headers={"authorization": f"Bearer {token}"} if token else {}, timeout=30)
+
+    def post(path: str, body: object) -> None:
+        http.post(path, json=body).raise_for_status()
+
+    k8s.watch(k8s.Tracker(post, settle_s=settle), namespace=namespace, label_selector=selector)
 
 
 def main() -> None:
