@@ -19,8 +19,11 @@ What comes from where:
   domain (a GB200 NVL72 rack); each domain becomes `rack<nn>` with its 18 NVSwitch chips.
 """
 
+import os
 import re
 from collections import defaultdict
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,7 @@ PARSERS = {
     "topo": tools.parse_topo_matrix, "smi": tools.parse_smi_query, "ibdev2netdev": tools.parse_ibdev2netdev,
     "ibstat": tools.parse_ibstat, "lspci": tools.parse_lspci, "ip": tools.parse_ip_addr,
 }
+PARALLEL_FROM = 256  # hosts; below this a process pool costs more than it saves
 NVSWITCHES_PER_RACK = 18  # GB200 NVL72: 9 switch trays of 2 NVSwitch chips
 _SHARED_PCIE = ("PIX", "PXB")
 
@@ -77,16 +81,35 @@ class HostInputs:
 def read_host(directory: Path, problems: list[str], missing: dict[str, list[str]]) -> HostInputs:
     """Parse whatever of a host's files exist; note the missing (by file) and the unreadable."""
     host = HostInputs(directory.name)
+    present = set(os.listdir(directory))  # one directory read, not a stat per candidate name
     for what, names in HOST_FILES.items():
-        path = next((directory / name for name in names if (directory / name).is_file()), None)
-        if path is None:
+        name = next((name for name in names if name in present), None)
+        if name is None:
             missing[" or ".join(names)].append(host.name)
             continue
+        path = directory / name
         try:
             host.parsed[what] = PARSERS[what](path.read_text(errors="replace"))
         except (OSError, ValueError) as exc:
             problems.append(f"{host.name}: unreadable {path.name}: {exc}")
     return host
+
+
+def _read_one(directory: Path) -> tuple[HostInputs, list[str], list[str]]:
+    problems: list[str] = []
+    missing: dict[str, list[str]] = defaultdict(list)
+    host = read_host(directory, problems, missing)
+    return host, problems, list(missing)
+
+
+def _read_hosts(directories: list[Path]) -> Iterable[tuple[HostInputs, list[str], list[str]]]:
+    """Parse the hosts' files, in worker processes when there are many (parsing is CPU-bound
+    and each host is independent); results come back in directory order."""
+    workers = min(os.cpu_count() or 1, 8)
+    if len(directories) < PARALLEL_FROM or workers < 2:
+        return map(_read_one, directories)
+    with ProcessPoolExecutor(workers) as pool:
+        return list(pool.map(_read_one, directories, chunksize=64))
 
 
 def discover(root: Path) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
@@ -98,8 +121,10 @@ def discover(root: Path) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
     nics_by_name: dict[tuple[str, str], str] = {}
     racks: dict[tuple[str, str], list[str]] = defaultdict(list)
     hosts = sorted(p for p in root.iterdir() if p.is_dir() and p.name != FABRIC_FILE.parent.name)
-    for directory in hosts:
-        host = read_host(directory, problems, missing)
+    for host, host_problems, host_missing in _read_hosts(hosts):
+        problems.extend(host_problems)
+        for name in host_missing:
+            missing[name].append(host.name)
         add_host(graph, host, nics_by_guid, nics_by_name, racks)
     problems[:0] = [f"missing {name} on {len(names)} host(s): {_some(names)}" for name, names in missing.items()]
     add_racks(graph, racks)

@@ -125,13 +125,16 @@ _TEXT_FIELDS = {"Serial Number": "serial", "GPU UUID": "uuid", "Product Name": "
                 "ClusterUUID": "cluster_uuid", "CliqueId": "clique"}
 
 
+_GPU_SECTION = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
+
+
 def _smi_text(text: str) -> list[dict[str, Any]]:
     gpus: list[dict[str, Any]] = []
     for line in text.splitlines():
-        if match := re.match(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$", line):
+        if line.startswith("GPU ") and (match := _GPU_SECTION.match(line)):
             gpus.append({"pci": _short_pci(match.group(1))})
             continue
-        key, sep, value = line.partition(":")
+        key, sep, value = line.partition(" : ")  # nvidia-smi pads keys and writes " : "
         if gpus and sep and (name := _TEXT_FIELDS.get(key.strip())) and name not in gpus[-1]:
             if (known := _known(value)) is not None:
                 gpus[-1][name] = known
