@@ -48,7 +48,7 @@ def prolog(
     token: TokenOption = None,
     spool_dir: SpoolOption = SPOOL_DEFAULT,
     gpus_per_host: Annotated[int | None, typer.Option(help="GPUs per host when SLURM_GPUS_ON_NODE is not set (prologs do not see it).")] = None,
-    budget: BudgetOption = 0.8,
+    budget: BudgetOption = 0.5,
 ) -> None:
     """Register the job (SLURM_JOB_ID, SLURM_JOB_NODELIST, …) and its start or restart."""
     _run(lambda env, now: slurm.prolog(env, now=now, gpus_per_host=gpus_per_host), url, token, spool_dir, budget)
@@ -59,7 +59,7 @@ def epilog(
     url: UrlOption = "http://127.0.0.1:8080",
     token: TokenOption = None,
     spool_dir: SpoolOption = SPOOL_DEFAULT,
-    budget: BudgetOption = 0.8,
+    budget: BudgetOption = 0.5,
 ) -> None:
     """Record the job's end (job_fail when Slurm reports a non-zero exit status)."""
     _run(slurm.epilog, url, token, spool_dir, budget)

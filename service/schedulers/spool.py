@@ -33,7 +33,7 @@ class Outcome:
     rejected: int = 0
 
 
-def deliver(posts: list[Post], *, url: str, token: str | None, spool_dir: Path, budget_s: float = 0.8) -> Outcome:
+def deliver(posts: list[Post], *, url: str, token: str | None, spool_dir: Path, budget_s: float = 0.5) -> Outcome:
     """Send older spooled posts, then `posts`, in order, while time is left; spool the rest.
 
     Order matters: a spooled registration sent after the job's end would reopen the job.
