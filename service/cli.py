@@ -186,16 +186,30 @@ def simulate(
     faults: Annotated[int, typer.Option(help="Faults to inject (a concurrent pair counts two).")] = 200,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed writes the same set.")] = 0,
     storm: Annotated[bool, typer.Option("--storm", help="Write the storm scenario instead: one job on every host, one XID 79, every other rank times out.")] = False,
+    layout: Annotated[str, typer.Option(help="rail-optimized (DGX H100-style) or gb200-nvl72 (racks of 18 trays; see --racks).")] = "rail-optimized",
+    racks: Annotated[int, typer.Option(help="GB200 NVL72 racks (--layout gb200-nvl72).")] = 4,
 ) -> None:
     """Write a simulated scenario set: log lines and events with injected faults and their ground truth."""
     from faultgraph.attribution import simulate as sim
 
     try:
-        scenario = sim.storm(seed=seed, hosts=hosts) if storm else sim.scenario_set(faults, seed=seed, hosts=hosts)
+        scenario = _nvl72_scenario(layout, faults, seed, racks) or (
+            sim.storm(seed=seed, hosts=hosts) if storm else sim.scenario_set(faults, seed=seed, hosts=hosts))
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     scenario.save(out)
     typer.echo(f"{len(scenario.truth)} faults, {len(scenario.records)} records, {len(scenario.jobs)} jobs written to {out}")
+def _nvl72_scenario(layout: str, faults: int, seed: int, racks: int):
+    """The GB200 NVL72 families' scenario for `--layout gb200-nvl72`, else None."""
+    if layout == "rail-optimized":
+        return None
+    if layout != "gb200-nvl72":
+        raise ValueError(f"unknown layout {layout!r}; known: rail-optimized, gb200-nvl72")
+    from faultgraph.attribution import simulate_nvl72
+
+    return simulate_nvl72.scenario_set(faults, seed=seed, racks=racks)
+
+
 @topology_app.command("generate")
 def topology_generate(
     layout: Annotated[str, typer.Argument(help=f"One of: {', '.join(LAYOUTS)}.")],
@@ -359,6 +373,8 @@ def evaluate(
     url: Annotated[str | None, typer.Option(help="A running service to replay into (it should be empty); default: a throwaway server.", envvar="FAULTGRAPH_URL")] = None,
     token: TokenOption = None,
     as_json: JsonOption = False,
+    layout: Annotated[str, typer.Option(help="Generated scenario's layout: rail-optimized or gb200-nvl72.")] = "rail-optimized",
+    racks: Annotated[int, typer.Option(help="GB200 NVL72 racks (--layout gb200-nvl72).")] = 4,
 ) -> None:
     """Replay a simulated scenario through the service and score the incidents against its ground truth."""
     import tempfile
@@ -370,7 +386,11 @@ def evaluate(
     from faultgraph.attribution import simulate as sim
     from faultgraph.service import evaluate as ev
 
-    loaded = sim.Scenario.load(scenario) if scenario else sim.scenario_set(faults, seed=seed, hosts=hosts)
+    try:
+        generated = None if scenario else _nvl72_scenario(layout, faults, seed, racks)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    loaded = sim.Scenario.load(scenario) if scenario else generated or sim.scenario_set(faults, seed=seed, hosts=hosts)
     headers = {"authorization": f"Bearer {token}"} if token else {}
 
     def run(base: str) -> ev.Report:
