@@ -91,9 +91,15 @@ def _short_pci(bus_id: str) -> str:
     return f"{parts[0][-4:]}:{parts[1]}:{parts[2].split('.')[0]}"
 
 
+_ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+
+
 def _known(value: str | None) -> str | None:
+    """The value, or None for what nvidia-smi prints when it has none; an all-zero cluster
+    UUID is what a GPU outside any multi-node NVLink fabric (H100) reports with state
+    Completed, and must not group unrelated hosts into one NVLink domain."""
     value = (value or "").strip()
-    return None if value in ("", "N/A", "[N/A]", "Not Supported") else value
+    return None if value in ("", "N/A", "[N/A]", "Not Supported", _ZERO_UUID) else value
 
 
 def parse_smi_query(text: str) -> list[dict[str, Any]]:
