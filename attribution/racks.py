@@ -26,8 +26,8 @@ from faultgraph.attribution.topology import Topology
 
 _CHIP_DEVICE = re.compile(r"nvidia-nvswitch(\d+)")
 _NVLINK_KINDS = frozenset({"nvlink_error"})
-# How much a tray's NVLink errors add to the chip that explains them: enough that the
-# chip outranks each GPU that merely reported it.
+# The chip (or the rack's fabric) is credited with every NVLink error it explains, plus this
+# much per tray that reported one: it then outranks any one GPU that merely reported it.
 _PER_TRAY = 1.0
 _MIN_TRAYS = 2
 
@@ -111,7 +111,8 @@ def nvlink_domain(items: Sequence[Item], topology: Topology | None) -> list[Vote
     for chip, own in chip_items.items():
         rack = rack_of(topology, chip)
         reporters = trays.get(rack, {})
-        score = max(i.signal.weight for i in own) + _PER_TRAY * len(reporters)
+        explained = sum(i.signal.weight for tray in reporters.values() for i in tray)  # every NVLink error it explains
+        score = max(i.signal.weight for i in own) + explained + _PER_TRAY * len(reporters)
         evidence = [i.id for i in own] + [i.id for tray in reporters.values() for i in tray][:48]
         votes.append(Vote(chip, score, "nvlink_domain", "nvswitch", evidence))
     for rack, reporters in trays.items():
@@ -119,5 +120,6 @@ def nvlink_domain(items: Sequence[Item], topology: Topology | None) -> list[Vote
         if blamed or (len(reporters) < _MIN_TRAYS and rack not in rack_faults):
             continue
         evidence = [i.id for i in rack_faults.get(rack, [])] + [i.id for tray in reporters.values() for i in tray][:48]
-        votes.append(Vote(rack, _PER_TRAY * len(reporters) * 0.8, "nvlink_domain", "nvswitch", evidence))
+        explained = sum(i.signal.weight for tray in reporters.values() for i in tray)
+        votes.append(Vote(rack, 0.8 * (explained + _PER_TRAY * len(reporters)), "nvlink_domain", "nvswitch", evidence))
     return votes
