@@ -48,6 +48,14 @@ def test_smi_query_text_gives_bus_id_serial_and_uuid() -> None:
                    "uuid": "GPU-34bf77d1-c686-6821-79a8-32d326c5039c"}
 
 
+def test_smi_query_xml_gives_bus_ids_and_uuids() -> None:
+    gpus = tools.parse_smi_query(read("hadoop-nvidia-smi-q.xml"))
+    assert gpus == [
+        {"pci": "0000:04:00", "uuid": "GPU-28604e81-21ec-cc48-6759-bf2648b22e16", "name": "Tesla P100-PCIE-12GB"},
+        {"pci": "0000:82:00", "uuid": "GPU-46915a82-3fd2-8e11-ae26-a80b607c04f3", "name": "Tesla P100-PCIE-12GB_2"},
+    ]
+
+
 def test_rdma_inventory() -> None:
     ibdev = tools.parse_ibdev2netdev(read("imbue-ibdev2netdev.txt"))
     assert len(ibdev) == 12 and ibdev["mlx5_10"] == {"port": 1, "netdev": "ibp204s0", "up": False}
