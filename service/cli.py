@@ -27,7 +27,7 @@ from faultgraph.service.config import Settings
 from faultgraph.service.stats import render as stats_render
 
 app = typer.Typer(help="faultgraph: the fault-diagnosis timeline of a GPU training cluster.", no_args_is_help=True)
-topology_app = typer.Typer(help="Generate cluster topologies and upload them.", no_args_is_help=True)
+topology_app = typer.Typer(help="Discover, generate and upload cluster topologies.", no_args_is_help=True)
 app.add_typer(topology_app, name="topology")
 
 @app.callback()

@@ -156,3 +156,15 @@ def test_a_failed_post_is_retried_at_the_next_sync() -> None:
     tracker.observe("ADDED", jobset_pod("workers", 0, 0, "n1"))
     assert tracker.sync(now=NOW) == []
     assert tracker.sync(now=NOW) == ["k8s-train-llama"]
+
+
+def test_the_deployment_may_watch_pods_and_runs_the_watch_command() -> None:
+    import yaml
+    from pathlib import Path
+
+    docs = {d["kind"]: d for d in yaml.safe_load_all((Path(__file__).parents[1] / "deploy/kubernetes/k8s-watch.yaml").read_text())}
+    [rule] = docs["ClusterRole"]["rules"]
+    assert rule["resources"] == ["pods"] and {"list", "watch"} <= set(rule["verbs"])
+    account = docs["Deployment"]["spec"]["template"]["spec"]["serviceAccountName"]
+    assert docs["ClusterRoleBinding"]["subjects"][0]["name"] == account == docs["ServiceAccount"]["metadata"]["name"]
+    assert docs["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"][:2] == ["k8s", "watch"]
