@@ -13,8 +13,10 @@ watch delivers it; the registrations go to a real faultgraph server.
 import copy
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+import yaml
 from conftest import Server
 from kubernetes.client import ApiClient
 
@@ -159,9 +161,6 @@ def test_a_failed_post_is_retried_at_the_next_sync() -> None:
 
 
 def test_the_deployment_may_watch_pods_and_runs_the_watch_command() -> None:
-    import yaml
-    from pathlib import Path
-
     docs = {d["kind"]: d for d in yaml.safe_load_all((Path(__file__).parents[1] / "deploy/kubernetes/k8s-watch.yaml").read_text())}
     [rule] = docs["ClusterRole"]["rules"]
     assert rule["resources"] == ["pods"] and {"list", "watch"} <= set(rule["verbs"])
