@@ -72,6 +72,13 @@ def test_lspci_tree_gives_bus_ids_and_the_bridges_above() -> None:
     assert devices["0000:65:00.0"].bridges[:2] == ("0000:60:01.1", "0000:61:00.0")  # behind a switch
 
 
+def test_lspci_both_forms_of_the_same_machine_agree() -> None:
+    flat = tools.parse_lspci(read("devbox-lspci-D.txt"))
+    tree = tools.parse_lspci(read("devbox-lspci-tv.txt"))
+    assert [d.bdf for d in flat] == [d.bdf for d in tree] and len(flat) == 6
+    assert flat[3] == tools.PciDevice("0000:00:03.0", "Red Hat, Inc. Virtio 1.0 network device (rev 01)")
+
+
 @pytest.mark.parametrize(("parser", "name"), [
     (tools.parse_topo_matrix, "mooncake-ibstat.txt"), (tools.parse_ibstat, "imbue-ibdev2netdev.txt"),
     (tools.parse_smi_query, "coyote2-lspci-tv.txt"), (tools.parse_lspci, "h800-nvidia-smi-q.txt"),

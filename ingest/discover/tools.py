@@ -235,7 +235,8 @@ def parse_lspci(text: str) -> list[PciDevice]:
     """`lspci -D` (one function a line) or `lspci -tv` (the tree)."""
     lines = [line for line in text.splitlines() if line.strip()]
     if lines and re.match(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f] ", lines[0]):
-        return [PciDevice(line[:12], line[13:].strip()) for line in lines if re.match(r"^[0-9a-f]{4}:", line)]
+        # `0000:18:00.0 3D controller: NVIDIA Corporation …`: the class goes, the device stays
+        return [PciDevice(line[:12], line[13:].split(": ", 1)[-1].strip()) for line in lines if re.match(r"^[0-9a-f]{4}:", line)]
     if not lines or not re.match(r"^[-\\+| ]*\[[0-9a-f]{4}:[0-9a-f]{2}\]", lines[0]):
         raise ValueError("neither `lspci -D` lines nor an `lspci -tv` tree")
     return _lspci_tree(lines)
