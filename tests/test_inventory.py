@@ -69,7 +69,12 @@ def test_a_cable_moved_in_the_fabric_dump_shows_as_links(server: Server) -> None
 ])
 def test_bad_inventories_are_refused_by_name(server: Server, body: dict, status: int) -> None:
     answer = server.client.post("/v1/inventory", json=body)
-    assert answer.status_code == status
+    assert answer.status_code == status and "not an inventory" in answer.json()["detail"]
+
+
+def test_a_body_that_is_not_json_is_a_4xx(server: Server) -> None:
+    answer = server.client.post("/v1/inventory", content=b"{not json", headers={"content-type": "application/json"})
+    assert answer.status_code == 422 and "not an inventory" in answer.json()["detail"]
 
 
 def test_an_unreadable_file_is_named_and_the_rest_used(server: Server) -> None:
