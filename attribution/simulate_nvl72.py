@@ -19,18 +19,23 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from faultgraph.attribution.causes import category_of
-from faultgraph.attribution.generators import NVL72_CHIPS_PER_SWITCH_TRAY, NVL72_TRAYS, gb200_nvl72, nvl72_switch_tray
+from faultgraph.attribution.generators import (
+    NVL72_CHIPS_PER_SWITCH_TRAY,
+    NVL72_TRAYS,
+    gb200_nvl72,
+    nvl72_switch_tray,
+)
 from faultgraph.attribution.placement import Placement
 from faultgraph.attribution.simulate import (
     _SXID_FATAL,
     DEFAULT_START,
     Scenario,
     _Builder,
+    _correctable,
     _expect,
     _fell_off_bus,
     _Hit,
     _interrupt,
-    _correctable,
     _Job,
     _run_records,
     _startup,

@@ -65,7 +65,7 @@ class SlurmCluster:
         return {**os.environ, "SLURM_CONF": str(self.conf)}
 
     def run(self, *args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
-        done = subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(args, env=self.env, capture_output=True, text=True, check=False, timeout=timeout)
         if check and done.returncode:
             raise RuntimeError(f"{' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}\n{self.logs()}")
         return done

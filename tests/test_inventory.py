@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 from conftest import Server
-
 from faultgraph.attribution.generators import rail_optimized
 from faultgraph.ingest.agent import inventory as agent_inventory
 

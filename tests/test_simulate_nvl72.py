@@ -26,7 +26,7 @@ def test_a_chip_failure_writes_sxids_from_its_switch_tray_and_hits_both_jobs_of_
 def test_eval_on_the_nvl72_families_meets_the_bar() -> None:
     done = subprocess.run([sys.executable, "-m", "faultgraph.service.cli", "eval", "--layout", "gb200-nvl72",
                            "--faults", "12", "--racks", "2", "--seed", "3", "--json"],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, check=False, timeout=600)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert set(report["mechanisms"]) == {*simulate_nvl72.MECHANISMS, "all"}

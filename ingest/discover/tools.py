@@ -48,7 +48,7 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
         header = header.replace(name, name.replace(" ", "_"))
     columns = header.split()
     devices = [c for c in columns if c.replace("_", " ") not in _AFFINITY_HEADERS]
-    legend = dict(re.findall(r"^\s*(NIC\d+):\s*(\S+)", text, flags=re.M))
+    legend = dict(re.findall(r"^\s*(NIC\d+):\s*(\S+)", text, flags=re.MULTILINE))
     topo = TopoMatrix()
     for name in devices:
         if re.fullmatch(r"GPU\d+", name):
@@ -141,9 +141,9 @@ def _smi_text(text: str) -> list[dict[str, Any]]:
             gpus.append({"pci": _short_pci(match.group(1))})
             continue
         key, sep, value = line.partition(" : ")  # nvidia-smi pads keys and writes " : "
-        if gpus and sep and (name := _TEXT_FIELDS.get(key.strip())) and name not in gpus[-1]:
-            if (known := _known(value)) is not None:
-                gpus[-1][name] = known
+        name = _TEXT_FIELDS.get(key.strip()) if sep else None
+        if gpus and name and name not in gpus[-1] and (known := _known(value)) is not None:
+            gpus[-1][name] = known
     if not gpus:
         raise ValueError("no 'GPU 0000xxxx:bb:dd.f' section: not `nvidia-smi -q` output")
     return gpus
@@ -204,7 +204,7 @@ def parse_ip_addr(text: str) -> dict[str, list[str]]:
     except orjson.JSONDecodeError as exc:
         raise ValueError(f"not JSON ({exc}): expected `ip -j addr` output") from None
     if not isinstance(interfaces, list):
-        raise ValueError("expected the JSON array `ip -j addr` prints")
+        raise ValueError("expected the JSON array `ip -j addr` prints")  # noqa: TRY004  (a bad file, reported like any other)
     found = {}
     for interface in interfaces:
         if not isinstance(interface, dict) or "ifname" not in interface:

@@ -12,7 +12,6 @@ from typing import Any
 
 import orjson
 import sqlalchemy as sa
-
 from faultgraph.ingest.discover import build
 from faultgraph.ingest.discover import fabric as ib
 from faultgraph.service.cluster import Cluster

@@ -184,7 +184,7 @@ class Tracker:
             try:
                 self.post("/v1/jobs", body)
                 self.post("/v1/events", [event])
-            except Exception as exc:  # the service is away: try again at the next sync
+            except Exception as exc:  # noqa: BLE001  (whatever the poster raises: the service is away, retry at the next sync)
                 log.warning("k8s: registering %s failed (%s); will retry", body["id"], exc)
                 self.changed[workload] = when
                 continue
@@ -196,7 +196,8 @@ class Tracker:
 def watch(tracker: Tracker, *, namespace: str | None = None, label_selector: str | None = None,
           sync_every_s: float = 1.0, stop: Callable[[], bool] = lambda: False) -> None:
     """Follow pods with the official client (in-cluster config, else ~/.kube/config) until `stop()`."""
-    from kubernetes import client, config, watch as k8s_watch
+    from kubernetes import client, config
+    from kubernetes import watch as k8s_watch
 
     try:
         config.load_incluster_config()
