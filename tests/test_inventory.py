@@ -4,9 +4,11 @@ a host's tool outputs change the graph, and `/v1/topology/versions` saying what 
 from pathlib import Path
 
 import pytest
-from conftest import Server
+from conftest import Server, start_server
 from faultgraph.attribution.generators import rail_optimized
 from faultgraph.ingest.agent import inventory as agent_inventory
+from faultgraph.service import store
+from faultgraph.service.auth import service as tokens
 
 DATA = Path(__file__).parent / "data" / "discover"
 HOST = "node0001"
@@ -97,3 +99,23 @@ def test_the_agent_collects_what_runs_and_posts_only_changes(server: Server) -> 
     assert agent_inventory.run_command(("false",), 5) is None
     assert agent_inventory.run_command(("no-such-tool-here",), 5) is None
     assert agent_inventory.run_command(("echo", "ok"), 5) == "ok\n"
+
+
+def test_roles_and_host_bound_tokens(tmp_path) -> None:
+    db_url = f"duckdb:///{tmp_path / 'secured.duckdb'}"
+    engine = store.make_engine(db_url)
+    store.init_schema(engine)
+    with engine.begin() as conn:
+        bound = tokens.create(conn, role="agent", host_pattern="node00*")[0]
+        reader = tokens.create(conn, role="reader")[0]
+    engine.dispose()
+    srv = start_server(db_url)
+    try:
+        body = {"host": HOST, "files": files()}
+        assert srv.client.post("/v1/inventory", json=body).status_code == 401
+        assert srv.client.post("/v1/inventory", json=body, headers={"authorization": f"Bearer {reader}"}).status_code == 403
+        other = srv.client.post("/v1/inventory", json={**body, "host": "gpu-a1"}, headers={"authorization": f"Bearer {bound}"})
+        assert other.status_code == 403 and "node00*" in other.json()["detail"]
+        assert srv.client.post("/v1/inventory", json=body, headers={"authorization": f"Bearer {bound}"}).json()["changed"]
+    finally:
+        srv.stop()
