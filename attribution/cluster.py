@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from faultgraph.attribution import racks
 from faultgraph.attribution.placement import Placement
 from faultgraph.attribution.resolve import Resolver
 from faultgraph.attribution.topology import Topology
@@ -30,7 +31,7 @@ def fabric_reach(topology: Topology | None, hosts: Iterable[str]) -> frozenset[s
             for component in topology.host_components(host):
                 if topology.type_of(component) == "nic":
                     switches.update(n for n in topology.neighbours(component) if topology.type_of(n) == "switch")
-    return frozenset(hosts | switches)
+    return frozenset(hosts | switches | racks.reach(topology, hosts))  # racks: GB200 NVL72 NVLink domains
 
 
 class ClusterSnapshot:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from faultgraph.attribution import clock, evidence, pricing
+from faultgraph.attribution import clock, evidence, pricing, racks
 from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.classify import SEVERITY_WEIGHT, classify
 from faultgraph.attribution.evidence import Item, Vote
@@ -405,6 +405,7 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
         *evidence.sequence_lag(symptoms, placement),
         *evidence.peers(symptoms, cluster, placement),
         *evidence.exceptions(symptoms, placement),
+        *racks.nvlink_domain(draft.evidence, topology),  # GB200 NVL72: a failing NVSwitch chip, not its rack's hosts
     ]
     if maintenance:
         draft.planned = any((i.event.get("attrs") or {}).get("planned") for i in maintenance)

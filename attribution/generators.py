@@ -212,3 +212,77 @@ def heterogeneous_example() -> dict[str, list[dict[str, Any]]]:
 
 # The layouts `faultgraph topology generate <layout>` offers, by CLI name.
 LAYOUTS = {"rail-optimized": rail_optimized, "heterogeneous-example": heterogeneous_example}
+
+
+# GB200 NVL72 (NVIDIA GB200 NVL72 reference: 18 compute trays of 2 Grace + 4 Blackwell GPUs,
+# 9 NVLink switch trays of 2 NVSwitch chips; every GPU has 18 NVLink5 ports, one to each
+# chip). The GPU bus ids are the four PCI domains a GB200 compute tray reports (0008, 0009,
+# 0018, 0019, bus 01); the NIC, PDU and scale-out names are illustrative but consistent.
+NVL72_TRAYS, NVL72_GPUS_PER_TRAY, NVL72_SWITCH_TRAYS, NVL72_CHIPS_PER_SWITCH_TRAY = 18, 4, 9, 2
+NVL72_GPU_PCI = ("0008:01:00", "0009:01:00", "0018:01:00", "0019:01:00")
+NVL72_PDUS = 2
+
+
+def nvl72_switch_tray(rack: str, tray: int) -> str:
+    """The host name a switch tray's NVOS reports its SXids under (`rack03-nvsw4`)."""
+    return f"{rack}-nvsw{tray}"
+
+
+def gb200_nvl72(racks: int = 1, racks_per_su: int = 4, spines: int | None = None,
+                host_prefix: str = "node") -> dict[str, list[dict[str, Any]]]:
+    """GB200 NVL72 racks (SPEC §3 rack ids) on a rail-optimized InfiniBand scale-out fabric.
+
+    Rack `rack03` holds `rack03/nvswitch0..17` (no host; chip k sits in switch tray k // 2,
+    whose NVOS host is `rack03-nvsw<k // 2>`), `rack03/pdu0..1`, and 18 compute trays
+    (hosts numbered across racks) of 4 GPUs, 2 Grace CPUs and 4 NICs (rail i = NIC i).
+    """
+    for name, value, low in (("racks", racks, 1), ("racks_per_su", racks_per_su, 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    hosts = racks * NVL72_TRAYS
+    width = max(4, len(str(hosts - 1)))
+    su_count = -(-racks // racks_per_su)
+    spine_ids = [f"spine-{j:02d}" for j in range(spines if spines is not None else min(racks_per_su * NVL72_TRAYS, 16))]
+    components: list[dict[str, Any]] = [
+        {"id": s, "type": "switch", "host": None, "attrs": {"tier": "spine"}} for s in spine_ids]
+    links: list[dict[str, Any]] = []
+    for s in range(su_count):
+        for rail in range(NVL72_GPUS_PER_TRAY):
+            leaf = f"leaf-s{s}-r{rail}"
+            components.append({"id": leaf, "type": "switch", "host": None, "attrs": {"tier": "leaf", "su": s, "rail": rail}})
+            links.extend(_link(leaf, spine, "ib") for spine in spine_ids)
+    for r in range(racks):
+        rack = f"rack{r:02d}"
+        components.append({"id": rack, "type": "rack", "host": None, "attrs": {"nvlink_domain": rack, "su": r // racks_per_su}})
+        chips = []
+        for k in range(NVL72_SWITCH_TRAYS * NVL72_CHIPS_PER_SWITCH_TRAY):
+            chip = f"{rack}/nvswitch{k}"
+            chips.append(chip)
+            components.append({"id": chip, "type": "nvswitch", "host": None, "attrs": {
+                "rack": rack, "tray": k // NVL72_CHIPS_PER_SWITCH_TRAY, "chip": k % NVL72_CHIPS_PER_SWITCH_TRAY,
+                "tray_host": nvl72_switch_tray(rack, k // NVL72_CHIPS_PER_SWITCH_TRAY)}})
+        pdus = [f"{rack}/pdu{p}" for p in range(NVL72_PDUS)]
+        components.extend({"id": pdu, "type": "power", "host": None, "attrs": {"rack": rack}} for pdu in pdus)
+        for t in range(NVL72_TRAYS):
+            index = r * NVL72_TRAYS + t
+            host = f"{host_prefix}{index:0{width}d}"
+            components.append({"id": host, "type": "host", "host": host, "attrs": {"rack": rack, "tray": t}})
+            links.extend(_link(pdu, host, "power") for pdu in pdus)
+            cpus = [f"{host}/cpu{c}" for c in range(2)]
+            components.extend({"id": c, "type": "cpu", "host": host, "attrs": {"model": "Grace"}} for c in cpus)
+            for g in range(NVL72_GPUS_PER_TRAY):
+                gpu, nic = f"{host}/gpu{g}", f"{host}/nic{g}"
+                components.append({"id": gpu, "type": "gpu", "host": host, "attrs": {
+                    "index": g, "pci": NVL72_GPU_PCI[g], "serial": str(_SERIAL_BASE + 500_000_000 + index * 4 + g),
+                    "uuid": f"GPU-{uuid.uuid5(_UUID_NAMESPACE, gpu)}"}})
+                components.append({"id": nic, "type": "nic", "host": host, "attrs": {
+                    "device": f"mlx5_{g}", "netdev": f"ibp{g}s0", "rail": g,
+                    "ip": f"10.{100 + g}.{index // 250}.{index % 250 + 1}"}})
+                links.append(_link(gpu, cpus[g // 2], "pcie", {"c2c": True}))
+                links.append(_link(nic, cpus[g // 2], "pcie"))
+                links.append(_link(nic, f"leaf-s{r // racks_per_su}-r{g}", "ib"))
+                links.extend(_link(gpu, chip, "nvlink", {"gpu_links": [k]}) for k, chip in enumerate(chips))
+    return {"components": components, "links": links}
+
+
+LAYOUTS["gb200-nvl72"] = gb200_nvl72

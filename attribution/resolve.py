@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from faultgraph.attribution import racks
 from faultgraph.attribution.placement import Placement
 from faultgraph.attribution.topology import Topology, link_id, split_link_id
 
@@ -140,7 +141,8 @@ class Resolver:
         # Tried in order, each only when the event carries what it reads (this runs for
         # every event ingested).
         return (
-            self._by_pci_attrs(host, attrs)
+            (racks.resolve(self.topology, event) if event.get("kind") == "nvswitch_error" else None)  # GB200 rack parts
+            or self._by_pci_attrs(host, attrs)
             or self._by_global(attrs)
             or self.device(host, attrs.get("device", event.get("device")))
             or self._by_nvswitch_index(host, attrs)

@@ -13,7 +13,7 @@ from typing import Any
 import networkx as nx
 
 COMPONENT_TYPES: frozenset[str] = frozenset(
-    {"host", "gpu", "nvswitch", "nic", "pciesw", "cpu", "switch"}
+    {"host", "gpu", "nvswitch", "nic", "pciesw", "cpu", "switch", "rack", "power"}  # SPEC §3 (rack, power: GB200 NVL72)
 )
 LINK_TYPES: frozenset[str] = frozenset({"nvlink", "pcie", "ib", "eth", "power"})
 SWITCH_TIERS: frozenset[str] = frozenset({"leaf", "spine", "core"})

@@ -11,7 +11,6 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
-
 from faultgraph.service import alerts, metrics, store
 from faultgraph.service.auth import views as auth_views
 from faultgraph.service.auth.limits import IngestLimiter
@@ -24,6 +23,7 @@ from faultgraph.service.events import views as events_views
 from faultgraph.service.events.models import events
 from faultgraph.service.incidents import views as incidents_views
 from faultgraph.service.incidents.flows import IncidentRunner
+from faultgraph.service.inventory import views as inventory_views
 from faultgraph.service.jobs import views as jobs_views
 from faultgraph.service.leader import Lease
 from faultgraph.service.liveness import Liveness, LivenessWatcher, stored_beats
@@ -108,6 +108,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app.include_router(stats_views.router)
     app.include_router(logs_views.router)
     app.include_router(diagnose_views.router)
+    app.include_router(inventory_views.router)
     metrics.install(app, metrics.Metrics())
     app.mount("/ui", StaticFiles(directory=WEB_DIR, html=True), name="ui")
 

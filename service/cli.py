@@ -33,7 +33,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 app = typer.Typer(help="faultgraph: the fault-diagnosis timeline of a GPU training cluster.", no_args_is_help=True)
-topology_app = typer.Typer(help="Generate cluster topologies and upload them.", no_args_is_help=True)
+topology_app = typer.Typer(help="Discover, generate and upload cluster topologies.", no_args_is_help=True)
 app.add_typer(topology_app, name="topology")
 
 @app.callback()
@@ -280,16 +280,30 @@ def simulate(
     seed: Annotated[int, typer.Option(help="Random seed; the same seed writes the same set.")] = 0,
     storm: Annotated[bool, typer.Option("--storm", help="Write the storm scenario instead: one job on every host, one XID 79, every other rank times out.")] = False,
     families: Annotated[str, typer.Option(help="classic (the original mechanisms) or hard (postmortem families, skewed clocks, months 1–9, benign noise).")] = "classic",
+    layout: Annotated[str, typer.Option(help="rail-optimized (DGX H100-style) or gb200-nvl72 (racks of 18 trays; see --racks).")] = "rail-optimized",
+    racks: Annotated[int, typer.Option(help="GB200 NVL72 racks (--layout gb200-nvl72).")] = 4,
 ) -> None:
     """Write a simulated scenario set: log lines and events with injected faults and their ground truth."""
     from faultgraph.attribution import simulate as sim
 
     try:
-        scenario = sim.storm(seed=seed, hosts=hosts) if storm else _scenario(families, faults, seed, hosts)
+        scenario = _nvl72_scenario(layout, faults, seed, racks) or (
+            sim.storm(seed=seed, hosts=hosts) if storm else _scenario(families, faults, seed, hosts))
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     scenario.save(out)
     typer.echo(f"{len(scenario.truth)} faults, {len(scenario.records)} records, {len(scenario.jobs)} jobs written to {out}")
+def _nvl72_scenario(layout: str, faults: int, seed: int, racks: int):
+    """The GB200 NVL72 families' scenario for `--layout gb200-nvl72`, else None."""
+    if layout == "rail-optimized":
+        return None
+    if layout != "gb200-nvl72":
+        raise ValueError(f"unknown layout {layout!r}; known: rail-optimized, gb200-nvl72")
+    from faultgraph.attribution import simulate_nvl72
+
+    return simulate_nvl72.scenario_set(faults, seed=seed, racks=racks)
+
+
 @topology_app.command("generate")
 def topology_generate(
     layout: Annotated[str, typer.Argument(help=f"One of: {', '.join(LAYOUTS)}.")],
@@ -300,6 +314,7 @@ def topology_generate(
     spines: Annotated[int | None, typer.Option(help="Spine switches (default: non-blocking).")] = None,
     host_prefix: Annotated[str | None, typer.Option(help="Host name prefix, e.g. node → node0042.")] = None,
     fabric: Annotated[str | None, typer.Option(help="ib or eth.")] = None,
+    racks: Annotated[int | None, typer.Option(help="GB200 NVL72 racks (gb200-nvl72).")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of standard output.")] = None,
 ) -> None:
     """Write a generated topology as the JSON body of PUT /v1/topology."""
@@ -308,7 +323,7 @@ def topology_generate(
         raise typer.BadParameter(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}", param_hint="LAYOUT")
     given = {name: value for name, value in {
         "hosts": hosts, "gpus_per_host": gpus_per_host, "nvswitches": nvswitches, "hosts_per_su": hosts_per_su,
-        "spines": spines, "host_prefix": host_prefix, "fabric": fabric,
+        "spines": spines, "host_prefix": host_prefix, "fabric": fabric, "racks": racks,
     }.items() if value is not None}
     accepted = inspect.signature(generator).parameters
     unused = [f"--{name.replace('_', '-')}" for name in given if name not in accepted]
@@ -318,6 +333,24 @@ def topology_generate(
         body = generator(**given)
     except (TypeError, ValueError) as exc:
         raise typer.BadParameter(str(exc)) from None
+    blob = orjson.dumps(body)
+    if output is None:
+        sys.stdout.buffer.write(blob + b"\n")
+    else:
+        output.write_bytes(blob)
+
+
+@topology_app.command("discover")
+def topology_discover(
+    directory: Annotated[Path, typer.Argument(help="DIR/<host>/nvidia-smi-topo-m.txt, nvidia-smi-q.xml|txt, ibdev2netdev.txt, ibstat.txt, lspci.txt, ip-addr.json; DIR/fabric/ibnetdiscover.txt.", exists=True, file_okay=False)],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of standard output.")] = None,
+) -> None:
+    """Build the topology from the tools' outputs (SPEC §3); missing or unreadable inputs are named on standard error."""
+    from faultgraph.ingest.discover.build import discover
+
+    body, problems = discover(directory)
+    for problem in problems:
+        typer.echo(f"discover: {problem}", err=True)
     blob = orjson.dumps(body)
     if output is None:
         sys.stdout.buffer.write(blob + b"\n")
@@ -445,6 +478,8 @@ def evaluate(
     url: Annotated[str | None, typer.Option(help="A running service to replay into (it should be empty); default: a throwaway server.", envvar="FAULTGRAPH_URL")] = None,
     token: TokenOption = None,
     as_json: JsonOption = False,
+    layout: Annotated[str, typer.Option(help="Generated scenario's layout: rail-optimized or gb200-nvl72.")] = "rail-optimized",
+    racks: Annotated[int, typer.Option(help="GB200 NVL72 racks (--layout gb200-nvl72).")] = 4,
 ) -> None:
     """Replay a simulated scenario through the service and score the incidents against its ground truth."""
     import tempfile
@@ -455,7 +490,11 @@ def evaluate(
     from rich.progress import Progress
     from rich.table import Table
 
-    loaded = sim.Scenario.load(scenario) if scenario else _scenario(families, faults, seed, hosts)
+    try:
+        generated = None if scenario else _nvl72_scenario(layout, faults, seed, racks)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    loaded = sim.Scenario.load(scenario) if scenario else generated or _scenario(families, faults, seed, hosts)
 
     def run(base: str) -> ev.Report:
         with client.http_client(base, token=token, timeout=600) as http, Progress(transient=True) as progress:
@@ -501,6 +540,11 @@ register_oncall(app)
 from faultgraph.service.diagnose.cli import register as register_diagnose  # noqa: E402  (diagnose FILE…)
 
 register_diagnose(app)
+
+from faultgraph.service.schedulers.cli import k8s_app, slurm_app  # noqa: E402  (SPEC §4; slurm also by a short path, see entry.py)
+
+app.add_typer(slurm_app, name="slurm")
+app.add_typer(k8s_app, name="k8s")
 
 
 if __name__ == "__main__":

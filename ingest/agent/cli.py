@@ -4,6 +4,7 @@ without importing the server stack (FastAPI, SQLAlchemy, DuckDB, pyarrow, networ
 """
 
 import logging
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -24,6 +25,7 @@ def agent(
     cert: client.CertOption = None,
     key: client.KeyOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every queued batch.")] = False,
+    inventory: Annotated[bool, typer.Option("--inventory", help="Also post this host's nvidia-smi/ibstat/lspci/ip outputs at start and daily (POST /v1/inventory).")] = False,
 ) -> None:
     """Run the host agent: follow logs, parse at the edge, spool, post to the service."""
     from faultgraph.ingest.agent.run import Agent, load_config, run_until_signalled
@@ -38,6 +40,13 @@ def agent(
         host_agent = Agent(settings)
     except (ValueError, OSError) as exc:
         raise typer.BadParameter(str(exc)) from None
+    if inventory:
+        from faultgraph.ingest.agent.client import tls_context
+        from faultgraph.ingest.agent.inventory import InventoryReporter
+
+        tls = settings.ca_file or settings.cert or settings.key
+        verify = tls_context(ca_file=settings.ca_file, cert=settings.cert, key=settings.key) if tls else True
+        InventoryReporter(settings.url, settings.host, token=settings.token, verify=verify).start(threading.Event())
     run_until_signalled(host_agent)
 
 

@@ -17,6 +17,7 @@ from faultgraph.service.cluster import Cluster
 from faultgraph.service.events import service as events_service
 from faultgraph.service.events.models import events
 from faultgraph.service.http import read_body
+from faultgraph.service.inventory import service as inventory_service
 from faultgraph.service.topology import service
 
 router = APIRouter(prefix="/v1/topology", tags=["topology"])
@@ -80,9 +81,12 @@ def get_topology(request: Request, version: Annotated[int | None, Query(ge=1)] =
 
 @router.get("/versions", dependencies=[Depends(require("reader"))])
 def get_versions(request: Request) -> dict:
-    """Every stored version's counts, newest first (bodies stay in the store)."""
+    """Every stored version's counts, newest first (bodies stay in the store); a version an
+    agent's inventory made says what it changed (`changes`)."""
     with request.app.state.engine.connect() as conn:
-        return {"versions": service.get_all(conn)}
+        versions = service.get_all(conn)
+        changes = inventory_service.changes_by_version(conn)
+    return {"versions": [{**v, **({"changes": changes[v["version"]]} if v["version"] in changes else {})} for v in versions]}
 
 
 @router.get("/components/{component:path}", dependencies=[Depends(require("reader"))])

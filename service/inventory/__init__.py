@@ -1,0 +1,1 @@
+"""Hosts' tool outputs posted by agents (`POST /v1/inventory`), turned into topology versions."""
