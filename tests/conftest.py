@@ -146,3 +146,17 @@ def server(db_url: str) -> Iterator[Server]:
 @pytest.fixture
 def client(server: Server) -> httpx.Client:
     return server.client
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Markers from what a test needs, so `-m "not browser"` and the like select by need:
+    `browser` (Debian's chromium), `slurm` (a real slurmctld + slurmd), `postgres` (a
+    shared PostgreSQL store)."""
+    for item in items:
+        needs = set(getattr(item, "fixturenames", ()))
+        if needs & {"page", "browser"}:
+            item.add_marker(pytest.mark.browser)
+        if "slurm_cluster" in needs or item.module.__name__ == "test_slurm":
+            item.add_marker(pytest.mark.slurm)
+        if item.module.__name__ == "test_replicas":
+            item.add_marker(pytest.mark.postgres)
