@@ -14,6 +14,7 @@ writes it with `record_in` in the same transaction as the change itself.
 
 import getpass
 import socket
+import time
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -26,9 +27,10 @@ from sqlalchemy.engine import Connection
 
 from faultgraph.service import store
 from faultgraph.service.events import models, service
+from faultgraph.service.writer import WriterBusy
 
 # The audit envelope with its attrs bounds: only this module builds audit events.
-_AUDIT_EVENT = TypeAdapter(models._envelope_for("audit", models.AuditAttrs))  # noqa: SLF001
+_AUDIT_EVENT = TypeAdapter(models._envelope_for("audit", models.AuditAttrs))
 _HOST = socket.gethostname().split(".", 1)[0] or "faultgraph"
 
 
@@ -51,7 +53,17 @@ def record(request: Request, *, action: str, target: str | None = None, detail: 
     actor = principal.actor if principal is not None else "anonymous"
     audit = event(actor=actor, action=action, target=target, detail=detail)
     rows = service.to_rows([audit], received=datetime.now(UTC))
-    request.app.state.writer.submit(rows).result(timeout=60)
+    writer = request.app.state.writer
+    deadline = time.monotonic() + 60
+    while True:  # an ingest storm may fill the queue: wait for room rather than lose the record
+        try:
+            future = writer.submit(rows)
+            break
+        except WriterBusy:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    future.result(timeout=60)
 
 
 def _local_user() -> str:
