@@ -126,16 +126,17 @@ def replay(transitions: Iterable[Transition]) -> dict[str, Unit]:
     return units
 
 
-def serial_occupancy(units: Mapping[str, Unit], *, until: datetime) -> dict[str, list[tuple[str, datetime, datetime]]]:
+def serial_occupancy(units: Mapping[str, Unit]) -> dict[str, list[tuple[str, datetime, datetime | None]]]:
     """Where each serial was and when: serial → [(slot, from, to)], a serial's stay at a
-    slot lasting until another serial is named there, or it is named elsewhere."""
+    slot lasting until another serial is named there, or it is named elsewhere (`to` None:
+    still there)."""
     named = sorted(((t.time, t.component, t.serial) for u in units.values() for t in u.history if t.serial),
                    key=lambda item: item[0])
     current_at: dict[str, tuple[str, datetime]] = {}  # slot → (serial, since)
     slot_of: dict[str, str] = {}
-    stays: dict[str, list[tuple[str, datetime, datetime]]] = defaultdict(list)
+    stays: dict[str, list[tuple[str, datetime, datetime | None]]] = defaultdict(list)
 
-    def leave(slot: str, time: datetime) -> None:
+    def leave(slot: str, time: datetime | None) -> None:
         serial, since = current_at.pop(slot)
         stays[serial].append((slot, since, time))
         slot_of.pop(serial, None)
@@ -149,7 +150,7 @@ def serial_occupancy(units: Mapping[str, Unit], *, until: datetime) -> dict[str,
             leave(slot_of[serial], time)
         current_at[slot], slot_of[serial] = (serial, time), slot
     for slot in list(current_at):
-        leave(slot, until)
+        leave(slot, None)
     return dict(stays)
 
 
@@ -259,10 +260,10 @@ def serial_exposures(units: Mapping[str, Unit], *, since: datetime, until: datet
             if episode.serial:
                 episodes_of[episode.serial].append(episode)
     found = []
-    for serial, stays in sorted(serial_occupancy(units, until=until).items()):
-        hours = sum(_overlap(start, end, since, until) for _, start, end in stays)
+    for serial, stays in sorted(serial_occupancy(units).items()):
+        hours = sum(_overlap(start, end or until, since, until) for _, start, end in stays)
         faults = tuple(e for e in episodes_of[serial] if since <= e.start < until)
-        down = sum(_overlap(e.start, e.end or until, start, min(end, until))
+        down = sum(_overlap(e.start, e.end or until, max(start, since), min(end or until, until))
                    for e in episodes_of[serial] for slot, start, end in stays if slot == e.component)
         found.append(Exposure(serial, hours, down, faults))
     return found
