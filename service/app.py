@@ -3,7 +3,7 @@
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 
@@ -27,6 +27,9 @@ from faultgraph.service.jobs import views as jobs_views
 from faultgraph.service.leader import Lease
 from faultgraph.service.liveness import Liveness, LivenessWatcher, stored_beats
 from faultgraph.service.logs import views as logs_views
+from faultgraph.service.remediation import flows as remediation
+from faultgraph.service.remediation import views as remediation_views
+from faultgraph.service.remediation.models import RemediationConfig
 from faultgraph.service.stats import views as stats_views
 from faultgraph.service.topology import views as topology_views
 from faultgraph.service.writer import GroupWriter
@@ -73,9 +76,13 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_env(), metrics=app.state.metrics,
                                              leading=lambda: lease.held)
 
+        remediate = remediation.for_app(app.state, RemediationConfig.from_env())  # None unless opted in
+
         def after_pass(result: dict[str, int], seconds: float) -> None:
             app.state.metrics.observe_pass(result, seconds)
             app.state.alerts.wake()
+            if remediate is not None and lease.held:
+                remediate(datetime.now(UTC))
 
         app.state.runner.after_pass = after_pass
         watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state),
@@ -104,6 +111,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app.include_router(stats_views.router)
     app.include_router(logs_views.router)
     app.include_router(fleet_views.router)
+    app.include_router(remediation_views.router)
     metrics.install(app, metrics.Metrics())
     app.mount("/ui", StaticFiles(directory=WEB_DIR, html=True), name="ui")
 
