@@ -412,6 +412,10 @@ from faultgraph.service.oncall_cli import register as register_oncall  # noqa: E
 
 register_oncall(app)
 
+from faultgraph.service.fleet.cli import register as register_fleet  # noqa: E402  (fleet, goodput)
+
+register_fleet(app)
+
 
 if __name__ == "__main__":
     app()

@@ -7,7 +7,9 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
+from faultgraph.service.cli import app
 from faultgraph.service.events.service import format_time
 from tests.conftest import start_server
 from tests.test_stats_api import T0, day_of_training, iso, post_and_analyse
@@ -125,3 +127,25 @@ def test_goodput_of_the_job_by_hand(fleet):
 def test_bad_queries_name_the_problem(fleet, path, params, needle):
     answer = fleet.get(path, params=params)
     assert 400 <= answer.status_code < 500 and needle in answer.json()["detail"]
+
+
+def run_cli(client: httpx.Client, *args: str):
+    return CliRunner().invoke(app, [*args, "--url", str(client.base_url)], env={"COLUMNS": "200"},
+                              catch_exceptions=False)
+
+
+def test_fleet_command_prints_states_mttr_and_offenders(fleet):
+    result = run_cli(fleet, "fleet", "--since", iso(T0), "--until", iso(T0 + timedelta(hours=10)))
+    assert result.exit_code == 0, result.output
+    assert "node0050" in result.output and "drained" in result.output and "node0070" in result.output
+    assert "gpu_fell_off_bus" in result.output and "5.00 h" in result.output  # its MTTR
+    assert "75.000 %" in result.output  # availability 1 − 10/40
+
+
+def test_goodput_command_measured_beside_the_model(fleet):
+    result = run_cli(fleet, "goodput", "--job", "train")
+    assert result.exit_code == 0, result.output
+    assert "90.3 %" in result.output  # (600 − 58) / 600
+    assert f"{100 / (1 + 4 / 150 + 95 / 600):.1f} %" in result.output
+    bad = run_cli(fleet, "goodput", "--job", "nosuchjob")
+    assert bad.exit_code == 1 and "nosuchjob" in bad.output
