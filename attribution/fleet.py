@@ -121,7 +121,11 @@ def replay(transitions: Iterable[Transition]) -> dict[str, Unit]:
         unit.retired_at = step.time if step.state == "retired" else None
         if step.state != unit.state or unit.since is None:
             unit.since = step.time
-        unit.state, unit.cause, unit.reason, unit.incident = step.state, step.cause, step.reason, step.incident
+        if step.state in DOWN_STATES and was_down:  # the same fault goes on: keep what caused it
+            unit.cause, unit.incident = step.cause or unit.cause, step.incident or unit.incident
+        else:
+            unit.cause, unit.incident = step.cause, step.incident
+        unit.state, unit.reason = step.state, step.reason
         unit.history.append(step)
     return units
 

@@ -54,6 +54,8 @@ def test_components_by_state_for_a_launcher(fleet):
     by_id = {row["component"]: row for row in body["components"]}
     assert set(by_id) == {"node0050", "node0070"}
     assert by_id["node0050"]["state"] == "drained" and by_id["node0050"]["since"] == stamp(timedelta(hours=5, minutes=30))
+    # drained by an operator during the fault the engine found: its cause and incident stay
+    assert by_id["node0050"]["cause"] == "power_supply" and by_id["node0050"]["incident"].startswith("inc-")
     assert by_id["node0070"] == {**by_id["node0070"], "state": "suspect", "type": "host", "host": "node0070"}
     hosts = fleet.get("/v1/components", params={"state": "drained", "type": "gpu"}).json()["components"]
     assert hosts == []
