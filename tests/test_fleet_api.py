@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from faultgraph.service.cli import app
 from faultgraph.service.events.service import format_time
-from tests.conftest import start_server
+from tests.conftest import empty_store, start_server
 from tests.test_stats_api import T0, day_of_training, iso, post_and_analyse
 
 
@@ -33,7 +33,8 @@ def fleet(tmp_path_factory) -> Iterator[httpx.Client]:
     +2 h, its board S-OLD swapped for S-NEW and healthy at +6 h; S-OLD refitted in
     node0042/gpu0 at +7 h; node0050 drained by an operator at +5.5 h; node0070 flagged
     suspect by a scheduler at +9 h."""
-    server = start_server(f"duckdb:///{tmp_path_factory.mktemp('fleet') / 'faultgraph.duckdb'}")
+    stores = empty_store(tmp_path_factory.mktemp("fleet"), "fleet")  # the backend under test
+    server = start_server(next(stores))
     batch = day_of_training() + [
         {"time": iso(T0 + timedelta(hours=3)), "host": "node0040", "kind": "checkpoint_save", "job": "train",
          "attrs": {"step": 400, "duration_s": 240}},
@@ -47,6 +48,7 @@ def fleet(tmp_path_factory) -> Iterator[httpx.Client]:
     post_and_analyse(server.client, batch)
     yield server.client
     server.stop()
+    next(stores, None)  # drop a PostgreSQL test database
 
 
 def test_components_by_state_for_a_launcher(fleet):
