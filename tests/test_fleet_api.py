@@ -153,3 +153,18 @@ def test_goodput_command_measured_beside_the_model(fleet):
     assert f"{100 / (1 + 4 / 150 + 95 / 600):.1f} %" in result.output
     bad = run_cli(fleet, "goodput", "--job", "nosuchjob")
     assert bad.exit_code == 1 and "nosuchjob" in bad.output
+
+
+def test_the_topology_names_the_fleet_and_its_serials(client):
+    topology = {"components": [
+        {"id": f"node{h}", "type": "host", "host": f"node{h}"} for h in range(3)] + [
+        {"id": f"node{h}/gpu0", "type": "gpu", "host": f"node{h}", "attrs": {"serial": f"165042000{h}"}} for h in range(3)],
+        "links": []}
+    assert client.put("/v1/topology", json=topology).status_code in (200, 201)
+    client.post("/v1/events", json=[state("node1/gpu0", timedelta(hours=1), "faulty", cause="gpu_hbm"),
+                                    state("node1/gpu0", timedelta(hours=4), "healthy")])
+    healthy = client.get("/v1/components", params={"state": "healthy", "type": "gpu"}).json()["components"]
+    assert [(c["component"], c["serial"]) for c in healthy] == [(f"node{h}/gpu0", f"165042000{h}") for h in range(3)]
+    stats = client.get("/v1/stats/fleet", params={"type": "gpu", "since": iso(T0), "until": iso(T0 + timedelta(days=1))}).json()
+    assert (stats["units"], stats["faults"], stats["mttr_hours"]["median"]) == (3, 1, 3.0)
+    assert stats["availability"] == pytest.approx(1 - 3 / (3 * 24))

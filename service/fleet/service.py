@@ -95,9 +95,13 @@ def _topology_names(topology: Topology | None, kind: str | None) -> set[str]:
 
 
 def _describe(unit: fleet.Unit, kind: str | None, topology: Topology | None) -> dict:
+    """A component's current state; its serial is the last one an event named, else the
+    topology's (discovery reads it from nvidia-smi)."""
+    listed = (topology.attrs(unit.component).get("serial") if topology is not None and unit.component in topology
+              else None)
     return {"component": unit.component, "type": kind, "host": _host_of(unit.component, topology),
             "state": unit.state, "since": format_time(unit.since), "cause": unit.cause, "reason": unit.reason,
-            "incident": unit.incident, "serial": unit.serial}
+            "incident": unit.incident, "serial": unit.serial or listed}
 
 
 def _transition(step: fleet.Transition) -> dict:
