@@ -3,7 +3,7 @@
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 
@@ -76,13 +76,13 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_env(), metrics=app.state.metrics,
                                              leading=lambda: lease.held)
 
-        remediate = remediation.for_app(app.state, RemediationConfig.from_env())  # None unless opted in
+        remediate = remediation.for_app(app.state, RemediationConfig.from_env(), leading=lambda: lease.held)
 
         def after_pass(result: dict[str, int], seconds: float) -> None:
             app.state.metrics.observe_pass(result, seconds)
             app.state.alerts.wake()
-            if remediate is not None and lease.held:
-                remediate(datetime.now(UTC))
+            if remediate is not None:  # None unless opted in
+                remediate.wake()
 
         app.state.runner.after_pass = after_pass
         watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state),
@@ -94,6 +94,8 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             watcher.close()
             app.state.runner.close()
             app.state.alerts.close()
+            if remediate is not None:
+                remediate.close()
             lease.close()
             app.state.writer.close()
             engine.dispose()

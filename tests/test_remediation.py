@@ -4,6 +4,7 @@ shapes, the webhook, and drain/resume end to end through a real server and a rea
 
 import json
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -269,12 +270,14 @@ def xid79(host: str, at: datetime) -> dict:
 
 
 def wait_for(client, incident: str | None = None, count: int = 1) -> list[dict]:
-    for _ in range(100):
+    """Analyse until remediation (its own thread, woken after each pass) recorded `count` actions."""
+    for _ in range(150):
         client.post("/v1/analyze")
         actions = client.get("/v1/remediation", params={"incident": incident} if incident else {}).json()["actions"]
         if len(actions) >= count:
             return actions
-    raise AssertionError("no remediation recorded")
+        time.sleep(0.2)
+    raise AssertionError(f"fewer than {count} remediation actions recorded in 30 s")
 
 
 def state(slurm) -> str:

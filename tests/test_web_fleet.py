@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from test_fleet_api import state
+from test_remediation import wait_for
 from test_stats_api import T0, day_of_training, iso, post_and_analyse
 from test_web import browser, open_page, page, shot  # noqa: F401  (fixtures; the module skips without chromium)
 
@@ -23,6 +24,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     post_and_analyse(server.client, day_of_training() + [
         {"time": iso(T0 + timedelta(hours=3)), "host": "node0040", "kind": "checkpoint_save", "job": "train",
          "attrs": {"step": 400, "duration_s": 240}}])
+    wait_for(server.client, count=2)  # the drains of node0041 and node0050, before the repairs
     shop = [state(f"node{i:04d}", timedelta(0), "healthy") for i in range(100, 140)]
     for n in range(6):
         shop += [state("node0113", timedelta(hours=n + 0.5), "faulty", cause="system_memory"),
@@ -33,7 +35,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
              state("node0050", timedelta(hours=5, minutes=30), "drained", reason="PSU"),
              state("node0070", timedelta(hours=9), "suspect", reason="slow allreduce")]
     post_and_analyse(server.client, shop)
-    server.client.post("/v1/analyze")
+    wait_for(server.client, count=3)  # and the resume of node0041
     yield server
     server.stop()
 

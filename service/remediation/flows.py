@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import sqlalchemy as sa
@@ -199,26 +200,44 @@ def actuators_for(config: RemediationConfig) -> list[Actuator]:
     return [made[name]() for name in config.actuators]
 
 
-class Throttled:
-    """Runs a remediation pass after an engine pass, at most once per `every` seconds."""
+class Loop:
+    """Remediation's own thread: a pass when woken after an engine pass, and at least every
+    `every` otherwise (so a tolerance window that expires without new events still acts),
+    never two passes closer than `every` — scontrol or an API call never hold up the engine."""
 
-    def __init__(self, remediator: Remediator, *, every: timedelta = timedelta(seconds=10)) -> None:
-        self.remediator, self.every, self.last = remediator, every, None
+    def __init__(self, remediator: Remediator, *, every: timedelta, leading: Callable[[], bool]) -> None:
+        self.remediator, self.every, self.leading = remediator, every, leading
+        self._wake, self._stop = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="faultgraph-remediation", daemon=True)
+        self._thread.start()
 
-    def __call__(self, now: datetime) -> None:
-        if self.last is not None and now - self.last < self.every:
-            return
-        self.last = now
-        try:
-            self.remediator.run_pass(now)
-        except Exception:  # a failed pass must not stop the engine's loop; the next pass retries
-            log.exception("remediation pass failed")
+    def wake(self) -> None:
+        self._wake.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=60)
+
+    def _loop(self) -> None:
+        period = self.every.total_seconds()
+        while not self._stop.is_set():
+            self._wake.wait(period or 1.0)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            if self.leading():
+                try:
+                    self.remediator.run_pass(datetime.now(UTC))
+                except Exception:  # a failed pass must not end the loop; the next one retries
+                    log.exception("remediation pass failed")
+            self._stop.wait(period)
 
 
-def for_app(state, config: RemediationConfig) -> Throttled | None:
-    """The app's remediation, None when no actuator is opted into (the default)."""
+def for_app(state, config: RemediationConfig, *, leading: Callable[[], bool]) -> Loop | None:
+    """The app's remediation loop, None when no actuator is opted into (the default)."""
     if not config.enabled:
         return None
-    return Throttled(Remediator(state.engine, config, actuators=actuators_for(config), keep=service.writer_store(state.writer),
-                                topology=lambda: state.cluster.topology),
-                     every=timedelta(seconds=config.every_s))
+    remediator = Remediator(state.engine, config, actuators=actuators_for(config),
+                            keep=service.writer_store(state.writer), topology=lambda: state.cluster.topology)
+    return Loop(remediator, every=timedelta(seconds=config.every_s), leading=leading)
