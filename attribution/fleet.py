@@ -106,7 +106,9 @@ def replay(transitions: Iterable[Transition]) -> dict[str, Unit]:
     same instant as an operator's word goes first, so the word wins)."""
     units: dict[str, Unit] = {}
     for step in sorted(transitions, key=lambda t: (t.time, not t.judged)):
-        unit = units.setdefault(step.component, Unit(step.component))
+        unit = units.get(step.component)
+        if unit is None:
+            unit = units[step.component] = Unit(step.component)
         if step.judged and _SEVERITY[step.state] <= _SEVERITY[unit.state]:
             continue  # the judgement says no more than is already known
         if step.serial:
