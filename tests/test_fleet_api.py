@@ -2,8 +2,10 @@
 judgement, history per slot and per serial, fleet statistics and measured goodput, on a
 real server whose incidents the engine attributed from posted events."""
 
+import csv
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -168,3 +170,31 @@ def test_the_topology_names_the_fleet_and_its_serials(client):
     stats = client.get("/v1/stats/fleet", params={"type": "gpu", "since": iso(T0), "until": iso(T0 + timedelta(days=1))}).json()
     assert (stats["units"], stats["faults"], stats["mttr_hours"]["median"]) == (3, 1, 3.0)
     assert stats["availability"] == pytest.approx(1 - 3 / (3 * 24))
+
+
+def test_titan_replayed_through_the_api_matches_the_pure_statistics(client):
+    """Titan's GPU history posted as component_state events — each failure `faulty`, then
+    `healthy` at the same instant (the replacement fitted at the removal time; the data has
+    no repair times; equal times replay in arrival order) — and its 18,687 slots uploaded as
+    the topology: the service answers what tests/test_fleet_stats.py checked by hand."""
+    data = Path(__file__).parent / "data"
+    slots = (data / "titan-gpu-slots.txt").read_text().split()
+    assert client.put("/v1/topology", json={"components": [{"id": s, "type": "host", "host": s} for s in slots],
+                                            "links": []}).status_code in (200, 201)
+    batch = []
+    with open(data / "titan-gpu-failures.csv", newline="") as handle:
+        for index, row in enumerate(csv.DictReader(handle)):
+            time = row["time_utc"].replace(" ", "T") + "Z"
+            cause = "gpu_hbm" if row["event"] == "DBE" else "gpu_fell_off_bus"
+            batch += [{"time": time, "host": row["location"], "kind": "component_state", "id": f"titan-{index}-down",
+                       "attrs": {"state": "faulty", "cause": cause}},
+                      {"time": time, "host": row["location"], "kind": "component_state", "id": f"titan-{index}-up",
+                       "attrs": {"state": "healthy"}}]
+    assert client.post("/v1/events", json=batch).json()["accepted"] == 2 * 6_367
+    stats = client.get("/v1/stats/fleet", params={"type": "host", "offenders": 100}).json()
+    assert (stats["units"], stats["faults"]) == (18_687, 6_367)
+    assert stats["faults_per_1000_unit_days"] == pytest.approx(0.169, abs=0.001)
+    assert {row["cause"]: row["faults"] for row in stats["by_cause"]} == {"gpu_hbm": 4826, "gpu_fell_off_bus": 1541}
+    offenders = stats["repeat_offenders"]
+    assert (offenders[0]["component"], offenders[0]["faults"]) == ("c13-3c1s0n0", 106)
+    assert (len(offenders), sum(row["faults"] for row in offenders)) == (45, 624)

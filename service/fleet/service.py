@@ -10,7 +10,7 @@ Planned incidents judge nothing.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -31,13 +31,14 @@ def _incident_type(row) -> str:
 
 
 def transitions(conn: Connection, *, until: datetime | None = None) -> list[fleet.Transition]:
-    """Every stated and judged transition up to `until`, unordered."""
+    """Every stated and judged transition up to `until`: stated ones in time and arrival
+    order (so `faulty` then `healthy` posted for one instant replay in that order)."""
     query = sa.select(events.c.id, events.c.time, events.c.host, events.c.component, events.c.attrs).where(
         events.c.kind == "component_state")
     if until is not None:
         query = query.where(events.c.time < store.to_db_time(until))
     found = []
-    for row in conn.execute(query):
+    for row in conn.execute(query.order_by(events.c.time, events.c.seq)):  # equal times: arrival order
         attrs = store.json_value(row.attrs) or {}
         if attrs.get("state") not in fleet.STATES:
             continue
@@ -142,6 +143,8 @@ def fleet_stats(conn: Connection, *, topology: Topology | None, since: datetime 
     """SPEC §7 `/v1/stats/fleet` over the window (bounds default to the event stream's span)."""
     span = window(conn, since=since, until=until)
     low, high = span["since"], span["until"]
+    if until is None and high is not None:  # the window is [since, until): keep a fault at the last event
+        high += timedelta(microseconds=1)
     base = {"since": format_time(low), "until": format_time(high), "type": kind, "unit": unit}
     if low is None or high is None or high <= low:
         return {**base, **fleet.summarize([]), "notes": ["no events stored: nothing to measure"]}
