@@ -142,12 +142,30 @@ NODE = {  # `kubectl get node -o json` shape, trimmed; validated against the v1 
 }
 
 
+def pod(name: str, namespace: str, **meta) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", "resourceVersion": "1", **meta},
+            "spec": {"nodeName": "gpu-node-7", "containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:24.10-py3"}]},
+            "status": {"phase": "Running"}}
+
+
+PODS = [  # on gpu-node-7: a training worker, one behind a disruption budget, a DaemonSet's, a static pod
+    pod("llama-worker-17", "train"),
+    pod("llama-worker-18", "train", labels={"app": "guarded"}),
+    pod("nvidia-device-plugin-x7k2p", "kube-system", ownerReferences=[
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "nvidia-device-plugin", "uid": "ds-1", "controller": True}]),
+    pod("kube-proxy-gpu-node-7", "kube-system", annotations={"kubernetes.io/config.mirror": "abc"}),
+]
+
+
 class NodeAPI(BaseHTTPRequestHandler):
     """GET and JSON-Patch one Node at /api/v1/nodes/<name>, as kube-apiserver does: a failed
-    `test` operation is 422, an unknown node 404; each change bumps resourceVersion."""
+    `test` operation is 422, an unknown node 404; each change bumps resourceVersion. Lists
+    the node's pods and takes Evictions; `llama-worker-18` is held by a budget (429)."""
 
     node: dict = {}
     patches: list = []
+    evictions: list = []
 
     def log_message(self, *args) -> None:
         pass
@@ -164,7 +182,17 @@ class NodeAPI(BaseHTTPRequestHandler):
         self._send(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
                           "reason": reason, "code": code})
 
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).evictions.append((self.path, body))
+        if body["metadata"]["name"] == "llama-worker-18":
+            return self._status(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.")
+        self._status(201, "", "")
+
     def do_GET(self) -> None:
+        if self.path.startswith("/api/v1/pods?"):
+            assert "fieldSelector=spec.nodeName%3Dgpu-node-7" in self.path
+            return self._send(200, {"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "9"}, "items": PODS})
         if self.path.split("?")[0] != f"/api/v1/nodes/{self.node['metadata']['name']}":
             return self._status(404, "NotFound", f'nodes "{self.path.rsplit("/", 1)[-1]}" not found')
         self._send(200, self.node)
@@ -185,7 +213,7 @@ class NodeAPI(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def node_api():
-    NodeAPI.node, NodeAPI.patches = json.loads(json.dumps(NODE)), []
+    NodeAPI.node, NodeAPI.patches, NodeAPI.evictions = json.loads(json.dumps(NODE)), [], []
     server = ThreadingHTTPServer(("127.0.0.1", 0), NodeAPI)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     config = k8s.Configuration(host=f"http://127.0.0.1:{server.server_port}")
@@ -193,8 +221,9 @@ def node_api():
     server.shutdown()
 
 
-def valid_node(node: dict) -> None:
-    kubernetes_validate.validate(node, kubernetes_validate.utils.latest_version(), strict=True)
+def valid_node(resource: dict) -> None:
+    """Valid against the Kubernetes OpenAPI schema of its apiVersion/kind, unknown fields refused."""
+    kubernetes_validate.validate(resource, kubernetes_validate.utils.latest_version(), strict=True)
 
 
 def test_kubernetes_cordon_and_taint_then_uncordon(node_api):
@@ -212,6 +241,19 @@ def test_kubernetes_cordon_and_taint_then_uncordon(node_api):
     valid_node(NodeAPI.node)
     assert NodeAPI.node["spec"]["unschedulable"] is False
     assert NodeAPI.node["spec"]["taints"] == NODE["spec"]["taints"]
+
+
+def test_kubernetes_drain_evicts_through_the_eviction_api(node_api):
+    for item in PODS:
+        valid_node(item)  # the same schema check, for v1 Pods
+    detail = Kubernetes(node_api, evict_pods=True).drain("gpu-node-7", "faultgraph inc-000042")
+    assert [path for path, _ in NodeAPI.evictions] == ["/api/v1/namespaces/train/pods/llama-worker-17/eviction",
+                                                        "/api/v1/namespaces/train/pods/llama-worker-18/eviction"]
+    for _, body in NodeAPI.evictions:
+        valid_node(body)  # a policy/v1 Eviction
+        assert (body["apiVersion"], body["kind"]) == ("policy/v1", "Eviction")
+    assert "evicted 1 pods (train/llama-worker-17)" in detail
+    assert "1 held by a disruption budget (train/llama-worker-18)" in detail
 
 
 def test_kubernetes_refusals_are_action_failures(node_api):

@@ -4,7 +4,9 @@
   `State=RESUME` after repair (scontrol finds its cluster through SLURM_CONF as usual).
 - Kubernetes (official client): cordon (`spec.unschedulable`) and a `NoSchedule` taint,
   sent as one JSON Patch guarded by the node's `resourceVersion`, so a concurrent change
-  to the node fails the patch instead of being overwritten. Resume removes both.
+  to the node fails the patch instead of being overwritten. Resume removes both. Optionally
+  drain: evict the node's pods through the Eviction API (as `kubectl drain` does, so
+  PodDisruptionBudgets are honoured; DaemonSet and mirror pods are left).
 - Webhook: POST the decision as JSON to a URL (a ticketing system, a custom drainer).
 Each raises `ActionFailed` with the tool's own words when the action did not happen.
 """
@@ -60,7 +62,7 @@ class Kubernetes:
 
     name = "kubernetes"
 
-    def __init__(self, api: Any = None, *, taint_key: str = "faultgraph.io/faulty") -> None:
+    def __init__(self, api: Any = None, *, taint_key: str = "faultgraph.io/faulty", evict_pods: bool = False) -> None:
         if api is None:
             from kubernetes import client, config
 
@@ -69,7 +71,7 @@ class Kubernetes:
             except config.ConfigException:
                 config.load_kube_config()
             api = client.CoreV1Api()
-        self.api, self.taint_key = api, taint_key
+        self.api, self.taint_key, self.evict_pods = api, taint_key, evict_pods
 
     def _patch(self, host: str, *, cordon: bool, reason: str) -> str:
         from kubernetes.client.exceptions import ApiException
@@ -93,8 +95,37 @@ class Kubernetes:
         verb = "cordoned and tainted" if cordon else "uncordoned and untainted"
         return f"node {host} {verb} ({self.taint_key}=true:NoSchedule): {reason}"
 
+    def _evict(self, host: str) -> str:
+        """Evict every pod on the node but DaemonSet and mirror pods; a 429 is a
+        PodDisruptionBudget saying not now, counted and left for the next drain."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        evicted, blocked = [], []
+        try:
+            pods = self.api.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={host}").items
+            for pod in pods:
+                meta = pod.metadata
+                if any(owner.kind == "DaemonSet" for owner in meta.owner_references or []) or \
+                        "kubernetes.io/config.mirror" in (meta.annotations or {}):
+                    continue
+                body = client.V1Eviction(api_version="policy/v1", kind="Eviction",  # as kubectl drain sends it
+                                         metadata=client.V1ObjectMeta(name=meta.name, namespace=meta.namespace))
+                try:
+                    self.api.create_namespaced_pod_eviction(meta.name, meta.namespace, body)
+                    evicted.append(f"{meta.namespace}/{meta.name}")
+                except ApiException as exc:
+                    if exc.status != 429:
+                        raise
+                    blocked.append(f"{meta.namespace}/{meta.name}")
+        except ApiException as exc:
+            raise ActionFailed(f"kubernetes answered {exc.status} while evicting: {exc.reason}") from None
+        return f"; evicted {len(evicted)} pods ({', '.join(evicted) or 'none'})" + (
+            f", {len(blocked)} held by a disruption budget ({', '.join(blocked)})" if blocked else "")
+
     def drain(self, host: str, reason: str) -> str:
-        return self._patch(host, cordon=True, reason=reason)
+        done = self._patch(host, cordon=True, reason=reason)
+        return done + self._evict(host) if self.evict_pods else done
 
     def resume(self, host: str, reason: str) -> str:
         return self._patch(host, cordon=False, reason=reason)

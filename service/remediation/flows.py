@@ -194,7 +194,7 @@ def actuators_for(config: RemediationConfig) -> list[Actuator]:
     from faultgraph.service.remediation.actuators import Kubernetes, Slurm, Webhook
 
     made: dict[str, Callable[[], Actuator]] = {
-        "slurm": Slurm, "kubernetes": lambda: Kubernetes(taint_key=config.taint_key),
+        "slurm": Slurm, "kubernetes": lambda: Kubernetes(taint_key=config.taint_key, evict_pods=config.evict_pods),
         "webhook": lambda: Webhook(config.webhook_url or ""),
     }
     return [made[name]() for name in config.actuators]

@@ -8,6 +8,7 @@ FAULTGRAPH_REMEDIATE_TOLERANCE_S  a component must stay faulty this long before 
 FAULTGRAPH_REMEDIATE_WEBHOOK    URL the webhook actuator POSTs each drain/resume to
 FAULTGRAPH_REMEDIATE_PAGE       URL POSTed when the cap stops an action (page a human)
 FAULTGRAPH_REMEDIATE_TAINT      the Kubernetes taint key (default faultgraph.io/faulty)
+FAULTGRAPH_REMEDIATE_K8S_EVICT  1 to also evict the node's pods (Eviction API, budgets honoured)
 FAULTGRAPH_REMEDIATE_EVERY_S    at most one pass this often, after the engine's passes (default 10)
 """
 
@@ -30,6 +31,7 @@ class RemediationConfig:
     page_url: str | None = None
     taint_key: str = "faultgraph.io/faulty"
     every_s: float = 10.0
+    evict_pods: bool = False
 
     @property
     def enabled(self) -> bool:
@@ -54,6 +56,7 @@ class RemediationConfig:
                 page_url=env.get("FAULTGRAPH_REMEDIATE_PAGE") or None,
                 taint_key=env.get("FAULTGRAPH_REMEDIATE_TAINT", "faultgraph.io/faulty"),
                 every_s=float(env.get("FAULTGRAPH_REMEDIATE_EVERY_S", 10)),
+                evict_pods=env.get("FAULTGRAPH_REMEDIATE_K8S_EVICT", "") in ("1", "true", "yes"),
             )
         except ValueError as exc:
             raise ValueError(f"FAULTGRAPH_REMEDIATE_*: {exc}") from None
