@@ -20,6 +20,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import pairwise
 
 from faultgraph.attribution.checkpoint import goodput
 from faultgraph.attribution.ledger import gpu_hours_lost
@@ -108,7 +109,7 @@ def model(*, wall_hours: float, interruptions: int, saves: list[tuple[datetime, 
     """The first-order η (checkpoint.goodput) at what was measured; null where a setting
     cannot be measured (no failure yet, fewer than two saves)."""
     times = sorted(t for t, _ in saves)
-    intervals = [(b - a).total_seconds() / 60 for a, b in zip(times, times[1:]) if b > a]
+    intervals = [(b - a).total_seconds() / 60 for a, b in pairwise(times) if b > a]
     settings = {
         "mtbf_hours": wall_hours / interruptions if interruptions else None,
         "save_minutes": statistics.median(s / 60 for _, s in saves) if saves else None,

@@ -7,9 +7,11 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import jsonpatch
 import kubernetes_validate
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +19,8 @@ from kubernetes import client as k8s
 
 from faultgraph.attribution.fleet import Transition, replay
 from faultgraph.service import store
+from faultgraph.service.events.models import events
+from faultgraph.service.events.service import to_rows
 from faultgraph.service.remediation import flows, service
 from faultgraph.service.remediation.actuators import ActionFailed, Kubernetes, Webhook
 from faultgraph.service.remediation.models import RemediationConfig
@@ -47,7 +51,7 @@ def test_a_flapping_signal_never_acts():
     steps = [Transition(ago(minutes=60 - 2 * i), "n1/nic0", "faulty" if i % 2 == 0 else "healthy") for i in range(30)]
     units = replay(steps)
     assert units["n1/nic0"].state == "healthy" or units["n1/nic0"].since > ago(minutes=5)
-    for minute in range(0, 61):
+    for minute in range(61):
         now = ago(minutes=60 - minute)
         seen = replay(s for s in steps if s.time <= now)
         assert flows.plan(seen, [], [], now=now, tolerance=FIVE_MIN, topology=None) == []
@@ -81,15 +85,26 @@ def engine(tmp_path):
     made.dispose()
 
 
+def direct_store(engine) -> service.Store:
+    """A `Store` inserting straight into a DuckDB file: the app's writer, minus its thread."""
+    def keep(generated: list[dict]) -> None:
+        rows = to_rows(generated, received=NOW)
+        first = store.max_value(engine, events.c.seq) + 1
+        rows = rows.append_column("seq", pa.array(range(first, first + rows.num_rows), pa.int64()))
+        with engine.begin() as conn:
+            store.insert_ignoring_duplicates(conn, rows, table_name="events")
+    return keep
+
+
 def post_states(engine, states: list[tuple[datetime, str, str]]) -> None:
-    events = [{"time": t, "host": c.split("/")[0], "component": c, "kind": "component_state", "attrs": {"state": s},
-               "id": f"s-{i}-{t.timestamp()}"} for i, (t, c, s) in enumerate(states)]
-    service.direct_store(engine, NOW)(events)
+    generated = [{"time": t, "host": c.split("/")[0], "component": c, "kind": "component_state",
+                  "attrs": {"state": s}, "id": f"s-{i}-{t.timestamp()}"} for i, (t, c, s) in enumerate(states)]
+    direct_store(engine)(generated)
 
 
 def remediator(engine, pages: list, **config) -> flows.Remediator:
     settings_ = RemediationConfig(actuators=("webhook",), webhook_url="http://unused", **config)
-    return flows.Remediator(engine, settings_, actuators=[], keep=service.direct_store(engine, NOW), page=pages.append)
+    return flows.Remediator(engine, settings_, actuators=[], keep=direct_store(engine), page=pages.append)
 
 
 def test_past_the_cap_decisions_are_recorded_capped_and_a_human_is_paged(engine):
@@ -163,9 +178,9 @@ class NodeAPI(BaseHTTPRequestHandler):
     `test` operation is 422, an unknown node 404; each change bumps resourceVersion. Lists
     the node's pods and takes Evictions; `llama-worker-18` is held by a budget (429)."""
 
-    node: dict = {}
-    patches: list = []
-    evictions: list = []
+    node: ClassVar[dict] = {}
+    patches: ClassVar[list] = []
+    evictions: ClassVar[list] = []
 
     def log_message(self, *args) -> None:
         pass
@@ -356,3 +371,10 @@ def test_drain_and_resume_a_real_slurm_node(tmp_path, db_url, live):
             assert state(slurm) == "idle"
         finally:
             server.stop()
+
+
+def test_kubernetes_unreachable_is_an_action_failure():
+    config = k8s.Configuration(host="http://127.0.0.1:9")  # discard port: nothing listens
+    config.retries = 0
+    with pytest.raises(ActionFailed, match="kubernetes"):
+        Kubernetes(k8s.CoreV1Api(k8s.ApiClient(config))).drain("gpu-node-7", "x")

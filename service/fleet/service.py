@@ -162,5 +162,5 @@ def fleet_stats(conn: Connection, *, topology: Topology | None, since: datetime 
     return {**base, **fleet.summarize(found, fdr=fdr, offenders=offenders), "fdr": fdr,
             "notes": [names_note,
                       "a fault: entering faulty/drained/in_repair from healthy or suspect; MTTR: until healthy again",
-                      "repeat offenders: one-sided Poisson test at the fleet's rate × the unit's exposure, "
-                      "Benjamini-Hochberg adjusted (q_value) at the false-discovery rate fdr"]}
+                      ("repeat offenders: one-sided Poisson test at the fleet's rate × the unit's exposure, "
+                       "Benjamini-Hochberg adjusted (q_value) at the false-discovery rate fdr")]}

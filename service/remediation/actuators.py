@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 import httpx
+from urllib3.exceptions import HTTPError
 
 
 class ActionFailed(RuntimeError):
@@ -43,7 +44,7 @@ class Slurm:
     def _update(self, host: str, *settings: str) -> str:
         command = [self.scontrol, "update", f"NodeName={host}", *settings]
         try:
-            done = subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=self.timeout)
+            done = subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=self.timeout, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ActionFailed(f"{command[0]}: {exc}") from None
         if done.returncode:
@@ -90,7 +91,7 @@ class Kubernetes:
             self.api.patch_node(host, patch)
         except ApiException as exc:
             raise ActionFailed(f"kubernetes answered {exc.status}: {exc.reason}") from None
-        except Exception as exc:  # the client's connection errors come from urllib3, not ApiException
+        except (HTTPError, OSError) as exc:  # the client's connection errors come from urllib3
             raise ActionFailed(f"kubernetes: {exc}") from None
         verb = "cordoned and tainted" if cordon else "uncordoned and untainted"
         return f"node {host} {verb} ({self.taint_key}=true:NoSchedule): {reason}"

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import orjson
-import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -41,17 +40,6 @@ def writer_store(writer) -> Store:
     """A `Store` through the app's group-commit writer, returning once durable."""
     def keep(generated: list[dict]) -> None:
         writer.submit(to_rows(generated, received=datetime.now(UTC))).result(timeout=60)
-    return keep
-
-
-def direct_store(engine: sa.engine.Engine, received: datetime) -> Store:
-    """A `Store` that inserts in its own transaction: for the CLI and tools without a writer."""
-    def keep(generated: list[dict]) -> None:
-        rows = to_rows(generated, received=received)
-        seq = store.max_value(engine, events.c.seq) + 1
-        rows = rows.append_column("seq", pa.array(range(seq, seq + rows.num_rows), "int64"))
-        with engine.begin() as conn:
-            store.insert_ignoring_duplicates(conn, rows, table_name="events")
     return keep
 
 

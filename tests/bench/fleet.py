@@ -57,6 +57,11 @@ def measure(transitions: list[Transition], names: list[str]) -> dict[str, float]
     return {"baseline": baseline, "replay": replayed, "summary": summarised}
 
 
+def span(runs: list[dict[str, float]], key: str) -> str:
+    values = [r[key] for r in runs]
+    return f"{min(values):.3f}–{max(values):.3f} s"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--gpus", type=int, default=32_768)
@@ -66,12 +71,9 @@ def main() -> None:
     for label, (transitions, names) in (("titan", titan()),
                                         (f"synthetic {args.gpus} GPUs", synthetic(args.gpus, args.transitions))):
         runs = [measure(transitions, names) for _ in range(args.runs)]
-        def span(key: str) -> str:
-            values = [r[key] for r in runs]
-            return f"{min(values):.3f}–{max(values):.3f} s"
         ratios = [(r["replay"] + r["summary"]) / r["baseline"] for r in runs]
-        print(f"{label}: {len(transitions):,} transitions, {len(names):,} units; sort baseline {span('baseline')}, "
-              f"replay {span('replay')}, summary {span('summary')}; (replay+summary)/baseline "
+        print(f"{label}: {len(transitions):,} transitions, {len(names):,} units; sort baseline {span(runs, 'baseline')}, "
+              f"replay {span(runs, 'replay')}, summary {span(runs, 'summary')}; (replay+summary)/baseline "
               f"{min(ratios):.0f}–{max(ratios):.0f}×")
 
 
