@@ -369,6 +369,10 @@ def test_drain_and_resume_a_real_slurm_node(tmp_path, db_url, live):
             resume = wait_for(client, count=2)[1]
             assert (resume["action"], resume["outcome"]) == ("resume", "done" if live else "dry_run")
             assert state(slurm) == "idle"
+            outcome = "done" if live else "dry_run"
+            exposed = client.get("/metrics").text
+            for action in ("drain", "resume"):
+                assert f'faultgraph_remediations_total{{action="{action}",outcome="{outcome}"}} 1.0' in exposed
         finally:
             server.stop()
 

@@ -128,9 +128,10 @@ class Remediator:
 
     def __init__(self, engine: Engine, config: RemediationConfig, *, actuators: list[Actuator],
                  keep: service.Store, topology: Callable[[], Topology | None] = lambda: None,
-                 page: Callable[[dict], None] | None = None) -> None:
+                 page: Callable[[dict], None] | None = None,
+                 count: Callable[[str, str], None] = lambda action, outcome: None) -> None:
         self.engine, self.config, self.actuators, self.keep = engine, config, actuators, keep
-        self.topology, self.page = topology, page or self._page
+        self.topology, self.page, self.count = topology, page or self._page, count
 
     def run_pass(self, now: datetime) -> list[dict]:
         """One pass at `now`; answers the audit events written."""
@@ -154,6 +155,7 @@ class Remediator:
                 used += decision.action == "drain" and detail["outcome"] in COUNTED
             event = service.audit_event(time=now, action=decision.action, host=decision.host, detail=detail)
             self.keep([event])
+            self.count(decision.action, detail["outcome"])
             written.append(event)
         return written
 
@@ -239,5 +241,6 @@ def for_app(state, config: RemediationConfig, *, leading: Callable[[], bool]) ->
     if not config.enabled:
         return None
     remediator = Remediator(state.engine, config, actuators=actuators_for(config),
-                            keep=service.writer_store(state.writer), topology=lambda: state.cluster.topology)
+                            keep=service.writer_store(state.writer), topology=lambda: state.cluster.topology,
+                            count=lambda action, outcome: state.metrics.remediations.labels(action, outcome).inc())
     return Loop(remediator, every=timedelta(seconds=config.every_s), leading=leading)
