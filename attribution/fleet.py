@@ -98,7 +98,7 @@ class Unit:
     serial: str | None = None
     history: list[Transition] = field(default_factory=list)
     episodes: list[Episode] = field(default_factory=list)
-    retired_at: datetime | None = None
+    retired: list[list] = field(default_factory=list)  # [from, to or None] spans out of the fleet
 
 
 def replay(transitions: Iterable[Transition]) -> dict[str, Unit]:
@@ -120,7 +120,10 @@ def replay(transitions: Iterable[Transition]) -> dict[str, Unit]:
             unit.episodes[-1].end = step.time
         elif step.state in DOWN_STATES and unit.episodes and step.cause and not unit.episodes[-1].cause:
             unit.episodes[-1].cause = step.cause  # a repair ticket naming what the fault was
-        unit.retired_at = step.time if step.state == "retired" else None
+        if step.state == "retired" and unit.state != "retired":
+            unit.retired.append([step.time, None])
+        elif step.state != "retired" and unit.state == "retired":
+            unit.retired[-1][1] = step.time  # back in service
         if step.state != unit.state or unit.since is None:
             unit.since = step.time
         if step.state in DOWN_STATES and was_down:  # the same fault goes on: keep what caused it
@@ -172,15 +175,21 @@ class Exposure:
 
 def exposures(units: Mapping[str, Unit], *, names: Iterable[str], since: datetime, until: datetime) -> list[Exposure]:
     """Per unit (every name in `names`, plus any unit with history): hours in the window
-    until retired, hours down (an open episode down until the window's end), and faults."""
+    outside its retired spans, hours down there (an open episode down until the window's
+    end), and the faults that began in the window."""
     found = []
     for name in sorted(set(names) | set(units)):
         unit = units.get(name)
-        end = min(until, unit.retired_at) if unit and unit.retired_at else until
-        hours = max(0.0, (end - since).total_seconds() / 3600)
-        faults = tuple(e for e in unit.episodes if since <= e.start < until) if unit else ()
-        down = sum(_overlap(e.start, e.end or until, since, end) for e in unit.episodes) if unit else 0.0
-        found.append(Exposure(name, hours, down, faults))
+        if unit is None:
+            found.append(Exposure(name, _overlap(since, until, since, until), 0.0, ()))
+            continue
+        retired = [(start, end or until) for start, end in unit.retired]
+        hours = _overlap(since, until, since, until) - sum(_overlap(a, b, since, until) for a, b in retired)
+        down = sum(_overlap(e.start, e.end or until, since, until)
+                   - sum(_overlap(max(e.start, a), min(e.end or until, b), since, until) for a, b in retired)
+                   for e in unit.episodes)
+        faults = tuple(e for e in unit.episodes if since <= e.start < until)
+        found.append(Exposure(name, max(0.0, hours), max(0.0, down), faults))
     return found
 
 

@@ -188,3 +188,18 @@ def test_titan_fleet_matches_hand_computation():
     cut = max(i for i, p in enumerate(p_values, start=1) if p <= i / len(slots) * 0.05)
     assert len(offenders) == cut == sum(1 for count in per_slot.values() if count >= 5) == 45
     assert sum(row["faults"] for row in offenders) == 624
+
+
+def test_retired_time_is_neither_exposure_nor_downtime():
+    """Over ten days: E retired on day 5 and back on day 7 (8 days of exposure); F fails on
+    day 1 and is retired unrepaired on day 3 (down 2 days, exposed 3)."""
+    units = replay([
+        Transition(day(5), "E", "retired"), Transition(day(7), "E", "healthy"),
+        Transition(day(1), "F", "faulty", cause="chassis"), Transition(day(3), "F", "retired"),
+    ])
+    found = {item.unit: item for item in exposures(units, names=[], since=day(0), until=day(10))}
+    assert (found["E"].hours, found["E"].down_hours) == (8 * 24, 0)
+    assert (found["F"].hours, found["F"].down_hours) == (3 * 24, 2 * 24)
+    result = summarize(list(found.values()))
+    assert result["availability"] == pytest.approx(1 - 48 / (11 * 24))
+    assert result["mttr_hours"] == {"median": None, "p90": None}  # retiring is not a repair
