@@ -104,6 +104,8 @@ def test_fleet_statistics_by_hand(fleet):
     assert (gpus["units"], gpus["faults"]) == (2, 1)
     serials = fleet.get("/v1/stats/fleet", params={**window, "unit": "serial"}).json()
     assert (serials["units"], serials["faults"]) == (2, 1)
+    assert fleet.get("/v1/stats/fleet", params={**window, "unit": "serial", "type": "gpu"}).json()["units"] == 2
+    assert fleet.get("/v1/stats/fleet", params={**window, "unit": "serial", "type": "nic"}).json()["units"] == 0
 
 
 def test_goodput_of_the_job_by_hand(fleet):

@@ -150,8 +150,9 @@ def fleet_stats(conn: Connection, *, topology: Topology | None, since: datetime 
         return {**base, **fleet.summarize([]), "notes": ["no events stored: nothing to measure"]}
     replayed = units(conn, until=high)
     if unit == "serial":
+        stays = fleet.serial_occupancy(replayed)  # a board is of the type of the slots it sat in
         found = [item for item in fleet.serial_exposures(replayed, since=low, until=high)
-                 if kind is None or all(component_type(e.component, topology) == kind for e in item.faults)]
+                 if kind is None or any(component_type(slot, topology) == kind for slot, _, _ in stays[item.unit])]
         names_note = "units: serials named by component_state events (attrs.serial), for their time installed"
     else:
         names = _topology_names(topology, kind)
