@@ -75,6 +75,15 @@ def test_a_drained_host_is_not_drained_twice_and_is_resumed_after_repair():
     assert (decision.action, decision.host) == ("resume", "n1")
 
 
+def test_going_live_acts_on_what_the_dry_run_only_reported():
+    faulty = replay([Transition(ago(hours=2), "n1/gpu0", "faulty", cause="gpu_hbm")])
+    past = [{"time": ago(hours=1), "host": "n1", "action": "drain", "outcome": "dry_run", "component": "n1/gpu0",
+             "trigger": "x"}]
+    assert flows.plan(faulty, [], past, now=NOW, tolerance=FIVE_MIN, topology=None) == []
+    [decision] = flows.plan(faulty, [], past, now=NOW, tolerance=FIVE_MIN, topology=None, live=True)
+    assert (decision.action, decision.host) == ("drain", "n1")
+
+
 # --- the cap --------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -136,7 +145,7 @@ def test_no_signal_drains_more_than_the_cap_in_any_hour(tmp_path_factory, signal
     for minute in sorted(passes):
         remediator(engine, pages, max_hosts_per_hour=2, tolerance_s=300).run_pass(start + timedelta(minutes=minute))
     with engine.connect() as conn:
-        drains = [r["time"] for r in service.actions(conn) if r["action"] == "drain" and r["outcome"] in flows.COUNTED]
+        drains = [r["time"] for r in service.actions(conn) if r["action"] == "drain" and r["outcome"] in flows.counted(live=False)]
     engine.dispose()
     for moment in drains:
         assert sum(1 for t in drains if moment <= t < moment + timedelta(hours=1)) <= 2

@@ -8,7 +8,8 @@ flaps back within it never acts — the state's `since` restarts at every change
 A host faultgraph drained is resumed once every component of it with a recorded state is
 up again (an operator's `healthy` closes the fault).
 
-The cap: drains (live or dry-run alike, so a dry run shows what the cap would do) in the
+The cap: drains (in a dry run the dry-run ones, so it shows what the cap would do; once
+live only those done — a dry run's reports are then acted on, within the cap) in the
 rolling hour may not exceed `max_hosts_per_hour`, nor `max_percent_per_hour` of the
 topology's hosts (rounded down; without a topology only the host count applies). A
 decision past the cap is recorded as `capped` and a human is paged; it is not retried
@@ -40,7 +41,12 @@ from faultgraph.service.remediation.models import RemediationConfig
 
 log = logging.getLogger("faultgraph.remediation")
 HOUR = timedelta(hours=1)
-COUNTED = ("done", "dry_run")  # outcomes that took (or would have taken) a host out
+
+
+def counted(*, live: bool) -> frozenset[str]:
+    """Outcomes that took a host out: in a dry run, what would have; once live, only what
+    did — so switching to live acts on what the dry run only reported."""
+    return frozenset({"done"} if live else {"done", "dry_run"})
 
 
 @dataclass(frozen=True)
@@ -63,8 +69,9 @@ def host_of(component: str, topology: Topology | None) -> str:
 
 
 def plan(units: Mapping[str, Unit], evictions: Iterable[dict], past: list[dict], *, now: datetime,
-         tolerance: timedelta, topology: Topology | None) -> list[Decision]:
+         tolerance: timedelta, topology: Topology | None, live: bool = False) -> list[Decision]:
     """Drains and resumes due now, oldest trigger first; pure."""
+    out = counted(live=live)
     last: dict[str, dict] = {}
     for record in past:
         last[record["host"]] = record
@@ -84,11 +91,11 @@ def plan(units: Mapping[str, Unit], evictions: Iterable[dict], past: list[dict],
     for host, decision in wanted.items():
         previous = last.get(host)
         if previous and previous["action"] == "drain" and (
-                previous["outcome"] in COUNTED or previous.get("trigger") == format_time(decision.trigger)):
+                previous["outcome"] in out or previous.get("trigger") == format_time(decision.trigger)):
             continue  # already out, or this very episode was capped/failed and paged
         due.append(decision)
     for host, previous in last.items():
-        if previous["action"] != "drain" or previous["outcome"] not in COUNTED or host in wanted:
+        if previous["action"] != "drain" or previous["outcome"] not in out or host in wanted:
             continue
         down = [u for u in units.values() if host_of(u.component, topology) == host and u.state in DOWN_STATES]
         if not down:
@@ -141,10 +148,11 @@ class Remediator:
         with self.engine.connect() as conn:
             units = fleet_service.units(conn)
             past = service.actions(conn)
-            due = plan(units, evictions(conn, topology=topology), past, now=now,
+            due = plan(units, evictions(conn, topology=topology), past, now=now, live=self.config.live,
                        tolerance=timedelta(seconds=self.config.tolerance_s), topology=topology)
         limit = allowance(self.config, hosts=len(topology.hosts()) if topology is not None else None)
-        used = sum(1 for r in past if r["action"] == "drain" and r["outcome"] in COUNTED and r["time"] > now - HOUR)
+        out = counted(live=self.config.live)
+        used = sum(1 for r in past if r["action"] == "drain" and r["outcome"] in out and r["time"] > now - HOUR)
         written = []
         for decision in due:
             if decision.action == "drain" and used >= limit:
@@ -152,7 +160,7 @@ class Remediator:
                 self.page(detail | {"host": decision.host})
             else:
                 detail = self._act(decision)
-                used += decision.action == "drain" and detail["outcome"] in COUNTED
+                used += decision.action == "drain" and detail["outcome"] in out
             event = service.audit_event(time=now, action=decision.action, host=decision.host, detail=detail)
             self.keep([event])
             self.count(decision.action, detail["outcome"])
