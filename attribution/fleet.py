@@ -185,9 +185,10 @@ def exposures(units: Mapping[str, Unit], *, names: Iterable[str], since: datetim
             continue
         retired = [(start, end or until) for start, end in unit.retired]
         hours = _overlap(since, until, since, until) - sum(_overlap(a, b, since, until) for a, b in retired)
-        down = sum(_overlap(e.start, e.end or until, since, until)
-                   - sum(_overlap(max(e.start, a), min(e.end or until, b), since, until) for a, b in retired)
-                   for e in unit.episodes)
+        down = sum(_overlap(e.start, e.end or until, since, until) for e in unit.episodes)
+        if retired:
+            down -= sum(_overlap(max(e.start, a), min(e.end or until, b), since, until)
+                        for e in unit.episodes for a, b in retired)
         faults = tuple(e for e in unit.episodes if since <= e.start < until)
         found.append(Exposure(name, max(0.0, hours), max(0.0, down), faults))
     return found
@@ -239,17 +240,16 @@ def summarize(found: list[Exposure], *, fdr: float = 0.05, offenders: int | None
     """The fleet statistics of SPEC §7 over per-unit exposures."""
     exposure_hours = sum(item.hours for item in found)
     faults = [episode for item in found for episode in item.faults]
-    repairs = [e.repair_hours() for e in faults if e.end is not None]
-    by_cause: dict[str, list[Episode]] = defaultdict(list)
-    for episode in faults:
-        by_cause[episode.cause or "unknown"].append(episode)
-    causes = [
-        {"cause": cause, "faults": len(items),
-         "mttr_median_hours": quantiles([e.repair_hours() for e in items if e.end is not None])["median"],
-         "mttr_p90_hours": quantiles([e.repair_hours() for e in items if e.end is not None])["p90"],
-         "repaired": sum(e.end is not None for e in items)}
-        for cause, items in by_cause.items()
-    ]
+    repair_of = [(episode.cause or "unknown", episode.repair_hours()) for episode in faults]
+    repairs = [hours for _, hours in repair_of if hours is not None]
+    by_cause: dict[str, list[float | None]] = defaultdict(list)
+    for cause, hours in repair_of:
+        by_cause[cause].append(hours)
+    causes = []
+    for cause, items in by_cause.items():
+        done = quantiles([hours for hours in items if hours is not None])
+        causes.append({"cause": cause, "faults": len(items), "mttr_median_hours": done["median"],
+                       "mttr_p90_hours": done["p90"], "repaired": sum(hours is not None for hours in items)})
     causes.sort(key=lambda row: (-row["faults"], row["cause"]))
     unit_days = exposure_hours / 24
     return {
