@@ -56,6 +56,11 @@ def test_fleet_page_shows_states_mttr_and_the_lemon(live, page):  # noqa: F811
     assert "6" in offenders.first.inner_text()
     assert page.locator("header a.active").inner_text() == "Fleet"
     shot(page, "fleet.png")
+    page.select_option("#type", "gpu")  # no GPU is out; the GPU fleet's own statistics
+    page.wait_for_selector("body[data-drawn=gpu]")
+    assert "Every component with a recorded state is healthy." in page.locator("#components").inner_text()
+    gpus = live.client.get("/v1/stats/fleet", params={"type": "gpu"}).json()
+    assert page.locator("#mttr-chart rect.column").count() == sum(1 for r in gpus["by_cause"] if r["repaired"]) == 1
 
 
 def test_reliability_page_shows_measured_eta_beside_the_model(live, page):  # noqa: F811

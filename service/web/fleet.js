@@ -64,11 +64,13 @@ function drawOffenders(rows) {
       el("td", { class: "num", text: r.p_value.toExponential(1) }))))));
 }
 
-async function main() {
-  header("fleet");
+// Everything for one component type ("" for all), redrawn when the selector changes.
+async function draw(type) {
   const summary = document.getElementById("fleet-summary");
+  summary.replaceChildren();
+  const typed = type ? `&type=${encodeURIComponent(type)}` : "";
   try {
-    const components = (await api(`/v1/components?state=${OUT_STATES.join(",")}`)).components;
+    const components = (await api(`/v1/components?state=${OUT_STATES.join(",")}${typed}`)).components;
     const count = (state) => components.filter((c) => c.state === state).length;
     summary.append(card("faulty", String(count("faulty")), { alarm: count("faulty") > 0, id: "count-faulty" }),
       card("drained", String(count("drained")), { id: "count-drained" }),
@@ -79,7 +81,7 @@ async function main() {
     notAvailable(document.getElementById("components"), "Component states", error);
   }
   try {
-    const stats = await api("/v1/stats/fleet");
+    const stats = await api(`/v1/stats/fleet${type ? `?type=${encodeURIComponent(type)}` : ""}`);
     summary.append(card("faults / 1,000 unit-days", fmtNumber(stats.faults_per_1000_unit_days, 3), { id: "fault-rate" }),
       card("MTTR median · p90", `${hours(stats.mttr_hours.median)} · ${hours(stats.mttr_hours.p90)}`, { id: "mttr-overall" }),
       card("availability", percent(stats.availability), { id: "availability" }));
@@ -91,6 +93,17 @@ async function main() {
     notAvailable(document.getElementById("mttr"), "Fleet statistics", error);
     notAvailable(document.getElementById("offenders"), "Repeat offenders", error);
   }
+}
+
+async function main() {
+  header("fleet");
+  const select = document.getElementById("type");
+  select.addEventListener("change", async () => {
+    document.body.dataset.drawn = "";
+    await draw(select.value);
+    document.body.dataset.drawn = select.value || "all";
+  });
+  await draw("");
 }
 
 main().finally(() => { document.body.dataset.ready = "true"; });
