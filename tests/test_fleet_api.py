@@ -148,6 +148,7 @@ def test_fleet_command_prints_states_mttr_and_offenders(fleet):
     assert "node0050" in result.output and "drained" in result.output and "node0070" in result.output
     assert "gpu_fell_off_bus" in result.output and "5.00 h" in result.output  # its MTTR
     assert "75.000 %" in result.output  # availability 1 − 10/40
+    assert "Benjamini-Hochberg" in result.output  # the notes say how it was counted
 
 
 def test_goodput_command_measured_beside_the_model(fleet):

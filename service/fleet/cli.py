@@ -70,6 +70,7 @@ def fleet(
     console.print(_table("Repeat offenders (worst first)", ["component", "faults", "expected", "p-value", "q-value"],
                          [[r["component"], str(r["faults"]), _num(r["expected"]), f"{r['p_value']:.2e}",
                            f"{r['q_value']:.2e}"] for r in stats["repeat_offenders"]]))
+    _notes(stats)
 
 
 def goodput(
@@ -92,6 +93,13 @@ def goodput(
         ["η measured", _num(None if eta is None else 100 * eta, " %", 1)],
         ["η model (first order)", _num(None if model is None else 100 * model, " %", 1)]]))
     console.print(_table("Lost by cause", ["cause", "hours"], [[r["cause"], _num(r["hours"])] for r in answer["by_cause"]]))
+    _notes(answer)
+
+
+def _notes(answer: dict) -> None:
+    """How the answer was counted, dimmed, one a line."""
+    for line in answer.get("notes") or []:
+        console.print(f"· {line}", style="dim", highlight=False)
 
 
 def client_json(value: Any) -> str:
