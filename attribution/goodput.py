@@ -125,7 +125,8 @@ def model(*, wall_hours: float, interruptions: int, saves: list[tuple[datetime, 
 
 
 def combine(measured: list[dict]) -> dict:
-    """Several jobs' measures, GPU-hour weighted: each job's hours count × its GPUs."""
+    """Several jobs' measures, GPU-hour weighted: each job's hours count × its GPUs, so the
+    hours of the answer are GPU-hours (`hours_are`) and η is the share of GPU time productive."""
     weight = {m["job"]: m["gpus"] for m in measured}
     wall = sum(m["wall_hours"] * weight[m["job"]] for m in measured)
     productive = sum(m["productive_hours"] * weight[m["job"]] for m in measured)
@@ -141,7 +142,7 @@ def combine(measured: list[dict]) -> dict:
     return {
         "model": {"eta": model_eta, "jobs": len(modelled),
                   "note": "each job's first-order η at its own measured settings, GPU-hour weighted"},
-        "jobs": len(measured), "gpu_weighted": True, "wall_hours": wall, "productive_hours": productive,
+        "jobs": len(measured), "gpu_weighted": True, "hours_are": "gpu_hours", "wall_hours": wall, "productive_hours": productive,
         "eta": productive / wall if wall > 0 else None, "lost": lost,
         "by_cause": sorted(({"cause": c, "hours": h} for c, h in by_cause.items()), key=lambda r: -r["hours"]),
     }

@@ -87,7 +87,7 @@ def goodput(
         sys.stdout.write(client_json(answer))
         return
     eta, model = answer["eta"], answer["model"]["eta"]
-    console.print(_table(f"Goodput {job or '(all jobs, GPU-hour weighted)'}", ["", "hours"], [
+    console.print(_table(f"Goodput {job or '(all jobs, GPU-hour weighted)'}", ["", "hours" if job else "GPU-hours"], [
         ["wall", _num(answer["wall_hours"])], ["productive", _num(answer["productive_hours"])],
         *[[f"lost: {bucket}", _num(hours)] for bucket, hours in answer["lost"].items()],
         ["η measured", _num(None if eta is None else 100 * eta, " %", 1)],

@@ -6,7 +6,7 @@
 const LOST_LABELS = { downtime: "downtime", rework: "rework (rolled back)", checkpoint: "checkpoint stalls",
   degradation: "slowdowns", planned: "planned maintenance" };
 
-function lostChart(lost, wall) {
+function lostChart(lost, wall, unit) {
   const rows = Object.entries(lost);
   const rowHeight = 22, left = 170, width = 560, right = 130;
   const peak = Math.max(1e-9, ...rows.map(([, h]) => h));
@@ -17,8 +17,8 @@ function lostChart(lost, wall) {
     const top = 4 + i * rowHeight;
     chart.append(svg("text", { x: left - 8, y: top + 15, "text-anchor": "end", class: "axis" }, LOST_LABELS[bucket] || bucket),
       svg("rect", { x: left, y: top + 3, width: Math.max(1, x(h) - left), height: rowHeight - 6, class: "column" },
-        title(`${bucket}: ${fmtNumber(h, 2)} h`)),
-      svg("text", { x: x(h) + 6, y: top + 15, class: "axis" }, `${fmtNumber(h, 2)} h · ${fmtNumber(wall ? 100 * h / wall : 0, 1)}%`));
+        title(`${bucket}: ${fmtNumber(h, 2)} ${unit}`)),
+      svg("text", { x: x(h) + 6, y: top + 15, class: "axis" }, `${fmtNumber(h, 2)} ${unit} · ${fmtNumber(wall ? 100 * h / wall : 0, 1)}%`));
   });
   return chart;
 }
@@ -39,11 +39,11 @@ async function drawGoodput() {
           el("div", { class: "label", text: "η measured (productive / wall)" })),
         el("div", { class: "card", id: "eta-model" }, el("div", { class: "value", text: eta(g.model.eta) }),
           el("div", { class: "label", text: "η first-order model at measured settings" }))),
-      el("p", { class: "muted", text: `${g.jobs} job(s), GPU-hour weighted: ${fmtNumber(g.productive_hours, 1)} of ` +
-        `${fmtNumber(g.wall_hours, 1)} GPU-weighted hours productive. 90% is the bar front-line teams hold themselves to.` }),
-      lostChart(g.lost, g.wall_hours),
+      el("p", { class: "muted", text: `${g.jobs} job(s): ${fmtNumber(g.productive_hours, 1)} of ` +
+        `${fmtNumber(g.wall_hours, 1)} GPU-hours productive. 90% is the bar front-line teams hold themselves to.` }),
+      lostChart(g.lost, g.wall_hours, "GPU-h"),
       g.by_cause.length ? el("table", { class: "list compact", id: "goodput-causes" },
-        el("thead", {}, el("tr", {}, el("th", { text: "cause" }), el("th", { text: "hours lost" }))),
+        el("thead", {}, el("tr", {}, el("th", { text: "cause" }), el("th", { text: "GPU-hours lost" }))),
         el("tbody", {}, g.by_cause.map((r) => el("tr", {}, el("td", { text: r.cause }),
           el("td", { class: "num", text: fmtNumber(r.hours, 2) }))))) : null);
   } catch (error) {
