@@ -65,6 +65,12 @@ def test_an_eviction_targets_its_host_unless_the_root_is_repaired():
     assert flows.plan(repaired, evict, [], now=NOW, tolerance=FIVE_MIN, topology=None) == []
 
 
+def test_a_cable_fault_drains_the_host_at_its_host_end():
+    cable = replay([Transition(ago(minutes=9), "leaf-3~node7/nic2", "faulty", cause="network_switch_cable")])
+    [decision] = flows.plan(cable, [], [], now=NOW, tolerance=FIVE_MIN, topology=None)
+    assert decision.host == "node7"
+
+
 def test_a_drained_host_is_not_drained_twice_and_is_resumed_after_repair():
     faulty = replay([Transition(ago(hours=2), "n1/gpu0", "faulty", cause="gpu_hbm")])
     past = [{"time": ago(hours=1), "host": "n1", "action": "drain", "outcome": "done", "component": "n1/gpu0",

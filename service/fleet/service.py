@@ -1,6 +1,6 @@
 """Fleet: component states from events and incidents, history per slot and serial, statistics.
 
-A `component_state` event (operators, tickets, schedulers, the remediation flow) names
+A `component_state` event (operators, repair tickets, schedulers) names
 the component on its envelope (else the host) and `attrs.state`; `attrs.serial`, when
 given, says which board is fitted in the slot from then on. An incident contributes its
 root component (on-call's confirmed one first), judged by its cause (attribution/fleet.py
@@ -63,10 +63,16 @@ def transitions(conn: Connection, *, until: datetime | None = None) -> list[flee
 
 
 def units(conn: Connection, *, until: datetime | None = None) -> dict[str, fleet.Unit]:
+    """Every component with a recorded state, replayed up to `until`."""
     return fleet.replay(transitions(conn, until=until))
 
 
-def _host_of(component: str, topology: Topology | None) -> str:
+def host_of(component: str, topology: Topology | None) -> str:
+    """The host a component sits in: the topology's word, else its id's first part. A link
+    `a~b` belongs to the host at its end inside a host (`node1/nic0~leaf-3` → node1)."""
+    if "~" in component:
+        ends = component.split("~")
+        component = next((end for end in ends if "/" in end), ends[0])
     known = topology.host_of(component) if topology is not None else None
     return known or component.split("/", 1)[0]
 
@@ -100,7 +106,7 @@ def _describe(unit: fleet.Unit, kind: str | None, topology: Topology | None) -> 
     topology's (discovery reads it from nvidia-smi)."""
     listed = (topology.attrs(unit.component).get("serial") if topology is not None and unit.component in topology
               else None)
-    return {"component": unit.component, "type": kind, "host": _host_of(unit.component, topology),
+    return {"component": unit.component, "type": kind, "host": host_of(unit.component, topology),
             "state": unit.state, "since": format_time(unit.since), "cause": unit.cause, "reason": unit.reason,
             "incident": unit.incident, "serial": unit.serial or listed}
 

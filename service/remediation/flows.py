@@ -34,6 +34,7 @@ from faultgraph.attribution.topology import Topology
 from faultgraph.service import store
 from faultgraph.service.events.service import format_time
 from faultgraph.service.fleet import service as fleet_service
+from faultgraph.service.fleet.service import host_of
 from faultgraph.service.incidents.models import incidents
 from faultgraph.service.remediation import service
 from faultgraph.service.remediation.actuators import ActionFailed, Actuator
@@ -61,11 +62,6 @@ class Decision:
     @property
     def reason(self) -> str:
         return f"faultgraph {self.incident or self.component}" + (f" {self.cause}" if self.cause else "")
-
-
-def host_of(component: str, topology: Topology | None) -> str:
-    known = topology.host_of(component) if topology is not None else None
-    return known or component.split("/", 1)[0].split("~", 1)[0]
 
 
 def plan(units: Mapping[str, Unit], evictions: Iterable[dict], past: list[dict], *, now: datetime,
