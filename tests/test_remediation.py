@@ -131,6 +131,22 @@ def test_past_the_cap_decisions_are_recorded_capped_and_a_human_is_paged(engine)
     assert remediator(engine, pages, max_hosts_per_hour=3).run_pass(NOW + timedelta(hours=2)) == []  # never retried
 
 
+def test_failed_live_drains_count_against_the_cap(engine):
+    class Refusing:  # an actuator whose target refuses, as scontrol does for an unknown node
+        name = "slurm"
+
+        def drain(self, host: str, reason: str) -> str:
+            raise ActionFailed("scontrol exited 1: Invalid node name specified")
+
+    post_states(engine, [(ago(hours=1), f"n{i}/gpu0", "faulty") for i in range(3)])
+    pages: list = []
+    config = RemediationConfig(actuators=("slurm",), live=True, max_hosts_per_hour=2)
+    written = flows.Remediator(engine, config, actuators=[Refusing()], keep=direct_store(engine),
+                               page=pages.append).run_pass(NOW)
+    assert [e["attrs"]["detail"]["outcome"] for e in written] == ["failed", "failed", "capped"]
+    assert "Invalid node name" in written[0]["attrs"]["detail"]["results"][0]["detail"] and len(pages) == 3
+
+
 def test_the_fleet_share_cap_rounds_down():
     config = RemediationConfig(max_hosts_per_hour=10, max_percent_per_hour=1.0)
     assert flows.allowance(config, hosts=450) == 4 and flows.allowance(config, hosts=None) == 10

@@ -147,8 +147,9 @@ class Remediator:
             due = plan(units, evictions(conn, topology=topology), past, now=now, live=self.config.live,
                        tolerance=timedelta(seconds=self.config.tolerance_s), topology=topology)
         limit = allowance(self.config, hosts=len(topology.hosts()) if topology is not None else None)
-        out = counted(live=self.config.live)
-        used = sum(1 for r in past if r["action"] == "drain" and r["outcome"] in out and r["time"] > now - HOUR)
+        # Against the cap, a failed live drain counts too: some of its actuators may have acted.
+        spent = counted(live=self.config.live) | {"failed"}
+        used = sum(1 for r in past if r["action"] == "drain" and r["outcome"] in spent and r["time"] > now - HOUR)
         written = []
         for decision in due:
             if decision.action == "drain" and used >= limit:
@@ -156,7 +157,7 @@ class Remediator:
                 self.page(detail | {"host": decision.host})
             else:
                 detail = self._act(decision)
-                used += decision.action == "drain" and detail["outcome"] in out
+                used += decision.action == "drain" and detail["outcome"] in spent
             event = service.audit_event(time=now, action=decision.action, host=decision.host, detail=detail)
             self.keep([event])
             self.count(decision.action, detail["outcome"])
