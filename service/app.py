@@ -21,6 +21,7 @@ from faultgraph.service.config import Settings
 from faultgraph.service.diagnose import views as diagnose_views
 from faultgraph.service.events import views as events_views
 from faultgraph.service.events.models import events
+from faultgraph.service.fleet import views as fleet_views
 from faultgraph.service.incidents import views as incidents_views
 from faultgraph.service.incidents.flows import IncidentRunner
 from faultgraph.service.inventory import views as inventory_views
@@ -28,6 +29,9 @@ from faultgraph.service.jobs import views as jobs_views
 from faultgraph.service.leader import Lease
 from faultgraph.service.liveness import Liveness, LivenessWatcher, stored_beats
 from faultgraph.service.logs import views as logs_views
+from faultgraph.service.remediation import flows as remediation
+from faultgraph.service.remediation import views as remediation_views
+from faultgraph.service.remediation.models import RemediationConfig
 from faultgraph.service.stats import views as stats_views
 from faultgraph.service.topology import views as topology_views
 from faultgraph.service.writer import GroupWriter
@@ -74,9 +78,13 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_settings(settings), metrics=app.state.metrics,
                                              leading=lambda: lease.held)
 
+        remediate = remediation.for_app(app.state, RemediationConfig.from_env(), leading=lambda: lease.held)
+
         def after_pass(result: dict[str, int], seconds: float) -> None:
             app.state.metrics.observe_pass(result, seconds)
             app.state.alerts.wake()
+            if remediate is not None:  # None unless opted in
+                remediate.wake()
 
         app.state.runner.after_pass = after_pass
         watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state),
@@ -88,6 +96,8 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             watcher.close()
             app.state.runner.close()
             app.state.alerts.close()
+            if remediate is not None:
+                remediate.close()
             lease.close()
             app.state.writer.close()
             engine.dispose()
@@ -109,6 +119,8 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app.include_router(logs_views.router)
     app.include_router(diagnose_views.router)
     app.include_router(inventory_views.router)
+    app.include_router(fleet_views.router)
+    app.include_router(remediation_views.router)
     metrics.install(app, metrics.Metrics())
     app.mount("/ui", StaticFiles(directory=WEB_DIR, html=True), name="ui")
 

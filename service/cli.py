@@ -546,6 +546,10 @@ from faultgraph.service.schedulers.cli import k8s_app, slurm_app  # noqa: E402  
 app.add_typer(slurm_app, name="slurm")
 app.add_typer(k8s_app, name="k8s")
 
+from faultgraph.service.fleet.cli import register as register_fleet  # noqa: E402  (fleet, goodput)
+
+register_fleet(app)
+
 
 if __name__ == "__main__":
     app()

@@ -71,6 +71,8 @@ class Metrics:
                                              buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60), registry=self.registry)
         self.alerts = Counter("faultgraph_alerts", "Webhook deliveries by outcome (sent, retried, failed).",
                               ("target", "outcome"), registry=self.registry)
+        self.remediations = Counter("faultgraph_remediations", "Remediation decisions by action and outcome "
+                                    "(done, dry_run, failed, capped).", ("action", "outcome"), registry=self.registry)
 
     def host_class(self, host: str) -> str:
         """The host's class, bounded to MAX_HOST_CLASSES distinct values."""

@@ -106,6 +106,7 @@ function header(active) {
     el("a", { href: "/ui/", class: active === "incidents" ? "active" : null, text: "Incidents" }),
     el("a", { href: "/ui/reliability.html", class: active === "reliability" ? "active" : null, text: "Reliability" }),
     el("a", { href: "/ui/diagnose.html", class: active === "diagnose" ? "active" : null, text: "Diagnose" }),
+    el("a", { href: "/ui/fleet.html", class: active === "fleet" ? "active" : null, text: "Fleet" }),
     el("a", { href: "/docs", text: "API" }));
   const tokenButton = el("button", { class: "link", onclick: () => showTokenForm(""), id: "token-button" },
     token() ? "Token ✓" : "Token");

@@ -1,0 +1,1 @@
+"""Fleet health: component states, their history, replacements, and the fleet's statistics."""

@@ -1,0 +1,112 @@
+"""`faultgraph fleet` (components by state, offenders, MTTR by cause) and `faultgraph goodput`
+(measured effective training time), over the REST API. Registered by `register(app)`."""
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from faultgraph.service import client
+from faultgraph.service.client import JsonOption, TokenOption, UrlOption
+
+console = Console() if sys.stdout.isatty() else Console(width=160)
+
+Since = Annotated[str | None, typer.Option(help="Window start: RFC 3339 with a zone, or epoch seconds.")]
+Until = Annotated[str | None, typer.Option(help="Window end: RFC 3339 with a zone, or epoch seconds.")]
+
+
+def _get(url: str, token: str | None, path: str, params: dict) -> Any:
+    try:
+        return client.get(url, path, token=token, params={k: v for k, v in params.items() if v is not None})
+    except client.ApiError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _num(value: float | None, unit: str = "", digits: int = 2) -> str:
+    return "—" if value is None else f"{value:,.{digits}f}{unit}"
+
+
+def _table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for index, name in enumerate(columns):
+        table.add_column(name, justify="left" if index == 0 else "right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def fleet(
+    state: Annotated[str, typer.Option(help="Component states to list (comma-separated).")] = "faulty,drained,in_repair,suspect",
+    type: Annotated[str | None, typer.Option("--type", help="Only components of this type (host, gpu, nic, …).")] = None,
+    unit: Annotated[str, typer.Option(help="Count per 'slot' or per board 'serial'.")] = "slot",
+    since: Since = None,
+    until: Until = None,
+    url: UrlOption = client.DEFAULT_URL,
+    token: TokenOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Fleet health: components by state, faults per 1,000 unit-days, MTTR by cause, repeat offenders."""
+    components = _get(url, token, "/v1/components", {"state": state, "type": type})["components"]
+    stats = _get(url, token, "/v1/stats/fleet", {"since": since, "until": until, "type": type, "unit": unit})
+    if as_json:
+        sys.stdout.write(client_json({"components": components, "stats": stats}))
+        return
+    console.print(_table(f"Components ({state})", ["component", "state", "since", "cause", "incident"],
+                         [[c["component"], c["state"], c["since"] or "—", c["cause"] or "—", c["incident"] or "—"]
+                          for c in components]))
+    mttr = stats["mttr_hours"]
+    console.print(_table("Fleet", ["", "value"], [
+        ["units", str(stats["units"])], ["faults", str(stats["faults"])],
+        ["faults / 1,000 unit-days", _num(stats["faults_per_1000_unit_days"], digits=3)],
+        ["MTTR median", _num(mttr["median"], " h")], ["MTTR p90", _num(mttr["p90"], " h")],
+        ["availability", _num(None if stats["availability"] is None else 100 * stats["availability"], " %", 3)]]))
+    console.print(_table("MTTR by cause", ["cause", "faults", "median", "p90"],
+                         [[r["cause"], str(r["faults"]), _num(r["mttr_median_hours"], " h"), _num(r["mttr_p90_hours"], " h")]
+                          for r in stats["by_cause"]]))
+    console.print(_table("Repeat offenders (worst first)", ["component", "faults", "expected", "p-value", "q-value"],
+                         [[r["component"], str(r["faults"]), _num(r["expected"]), f"{r['p_value']:.2e}",
+                           f"{r['q_value']:.2e}"] for r in stats["repeat_offenders"]]))
+    _notes(stats)
+
+
+def goodput(
+    job: Annotated[str | None, typer.Option(help="One job; default every job in the window, GPU-hour weighted.")] = None,
+    since: Since = None,
+    until: Until = None,
+    url: UrlOption = client.DEFAULT_URL,
+    token: TokenOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Effective training time measured from the events, beside the model's η (GET /v1/stats/goodput)."""
+    answer = _get(url, token, "/v1/stats/goodput", {"job": job, "since": since, "until": until})
+    if as_json:
+        sys.stdout.write(client_json(answer))
+        return
+    eta, model = answer["eta"], answer["model"]["eta"]
+    console.print(_table(f"Goodput {job or '(all jobs, GPU-hour weighted)'}", ["", "hours" if job else "GPU-hours"], [
+        ["wall", _num(answer["wall_hours"])], ["productive", _num(answer["productive_hours"])],
+        *[[f"lost: {bucket}", _num(hours)] for bucket, hours in answer["lost"].items()],
+        ["η measured", _num(None if eta is None else 100 * eta, " %", 1)],
+        ["η model (first order)", _num(None if model is None else 100 * model, " %", 1)]]))
+    console.print(_table("Lost by cause", ["cause", "hours"], [[r["cause"], _num(r["hours"])] for r in answer["by_cause"]]))
+    _notes(answer)
+
+
+def _notes(answer: dict) -> None:
+    """How the answer was counted, dimmed, one a line."""
+    for line in answer.get("notes") or []:
+        console.print(f"· {line}", style="dim", highlight=False)
+
+
+def client_json(value: Any) -> str:
+    return json.dumps(value, indent=2) + "\n"
+
+
+def register(app: typer.Typer) -> None:
+    """Add `fleet` and `goodput` to the `faultgraph` command."""
+    app.command("fleet")(fleet)
+    app.command("goodput")(goodput)

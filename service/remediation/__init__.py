@@ -1,0 +1,1 @@
+"""Remediation: drain, cordon or report bad hardware — off by default, opt-in per action."""
