@@ -50,6 +50,11 @@ class Signal:
     interrupts: bool  # does this event alone end a running job
 
 
+_WAITING = Signal("symptom", "nccl_watchdog", 0.0, False)
+_FAILED = Signal("symptom", "nccl_watchdog", 0.0, True)
+_LIFECYCLE = Signal("lifecycle", "unknown", 0.0, False)
+
+
 def _severity(event: dict) -> str:
     return event.get("severity") or "error"
 
@@ -64,9 +69,11 @@ def classify(event: dict) -> Signal:
         cause = attrs.get("cause") if kind == "job_fail" and attrs.get("role") == "root" else None
         if attrs.get("event") == "watchdog_cuda_error":  # the rank's own GPU work failed, not a wait
             cause = _cuda_error_cause(str(attrs.get("text") or ""))
-        return Signal("symptom", cause or "nccl_watchdog", 0.0, kind == "job_fail")
+        if cause is None:  # the common case, thousands per storm: one shared reading
+            return _FAILED if kind == "job_fail" else _WAITING
+        return Signal("symptom", cause, 0.0, kind == "job_fail")
     if kind in LIFECYCLE_KINDS:
-        return Signal("lifecycle", "unknown", 0.0, False)
+        return _LIFECYCLE
     if kind == "maintenance":
         planned = bool(attrs.get("planned"))
         return Signal("maintenance", "planned_maintenance" if planned else "host_maintenance", 1.0, True)

@@ -15,8 +15,7 @@ clock, not the host's, and says nothing about when things happened in a backfill
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
-from statistics import median
+from datetime import timedelta
 
 # Events these kinds are posted by services (scheduler, trainer's launcher, the service's
 # own liveness), on their clocks, not on the host's.
@@ -40,49 +39,50 @@ def on_host_clock(event: Mapping) -> bool:
     return not received_time(event) and (event["kind"] not in SERVICE_KINDS or event.get("rank") is not None)
 
 
-def hang_start(event: Mapping) -> datetime | None:
-    """When the collective a watchdog timeout reports was entered, on its host's clock."""
-    attrs = event.get("attrs") or {}
-    ran_ms = attrs.get("elapsed_ms") or attrs.get("timeout_ms")
-    if event["kind"] != "nccl_timeout" or not isinstance(ran_ms, int | float) or ran_ms <= 0:
-        return None
-    return event["time"] - timedelta(milliseconds=ran_ms)
-
-
 def offsets(events: Iterable[Mapping], job_of: Mapping[str, str] | None = None) -> dict[str, timedelta]:
     """Each host's clock offset (its clock minus the reference), for hosts seen in a hang.
 
     A hang is one job's timeouts at one collective sequence number; `job_of` names the job
-    of events that carry none (by event id)."""
-    by_key: dict[tuple[str, object], list[tuple[datetime, str]]] = defaultdict(list)
+    of events that carry none (by event id). Seconds as floats: a storm has tens of
+    thousands of timeouts."""
+    by_key: dict[tuple[str, object], list[tuple[float, str]]] = defaultdict(list)
     for event in events:
-        start = hang_start(event)
-        if start is None or not on_host_clock(event):
+        if event["kind"] != "nccl_timeout":
+            continue
+        attrs = event.get("attrs") or {}
+        ran_ms = attrs.get("elapsed_ms") or attrs.get("timeout_ms")
+        seq = attrs.get("seq")
+        if seq is None or not isinstance(ran_ms, int | float) or ran_ms <= 0 or attrs.get("time_source") == "received":
             continue
         job = event.get("job") or (job_of or {}).get(event["id"])
-        seq = (event.get("attrs") or {}).get("seq")
-        if job is None or seq is None:
-            continue
-        by_key[(job, seq)].append((start, event["host"]))
+        if job is not None:
+            by_key[(job, seq)].append((event["time"].timestamp() - ran_ms / 1000, event["host"]))
     deviations: dict[str, list[float]] = defaultdict(list)
     for hosts in (hang for timed in by_key.values() for hang in _hangs(timed)):
         if len(hosts) < MIN_HOSTS:
             continue
-        per_host = {host: median(t.timestamp() for t in times) for host, times in hosts.items()}
-        reference = median(per_host.values())
+        per_host = {host: _median(starts) for host, starts in hosts.items()}
+        reference = _median(list(per_host.values()))
         for host, value in per_host.items():
             deviations[host].append(value - reference)
-    found = {host: timedelta(seconds=median(values)) for host, values in deviations.items()}
+    found = {host: timedelta(seconds=_median(values)) for host, values in deviations.items()}
     return {host: offset for host, offset in found.items() if abs(offset) >= NEGLIGIBLE}
 
 
-def _hangs(timed: list[tuple[datetime, str]]) -> list[dict[str, list[datetime]]]:
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _hangs(timed: list[tuple[float, str]]) -> list[dict[str, list[float]]]:
     """One job's hang starts at one sequence number, split where a restart reused it
     (starts further apart than any clock is off)."""
-    hangs: list[dict[str, list[datetime]]] = []
-    last: datetime | None = None
+    hangs: list[dict[str, list[float]]] = []
+    last: float | None = None
+    gap = SAME_HANG.total_seconds()
     for start, host in sorted(timed):
-        if last is None or start - last > SAME_HANG:
+        if last is None or start - last > gap:
             hangs.append(defaultdict(list))
         hangs[-1][host].append(start)
         last = start

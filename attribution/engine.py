@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Protocol
 
 from faultgraph.attribution import clock, evidence, pricing, racks
@@ -97,9 +98,14 @@ def effective_time(item: Item) -> datetime:
 
 def _items(events: Sequence[dict], cluster: Cluster) -> tuple[list[Item], dict[str, timedelta]]:
     """Each event read, resolved and placed on corrected time; and the hosts' clock offsets."""
-    def job_of(event: dict) -> str | None:
-        jobs = cluster.jobs_on(event["host"], event["time"])
-        return jobs[0] if len(jobs) == 1 else None
+    seen: dict[tuple[str, int], str | None] = {}
+
+    def job_of(event: dict) -> str | None:  # per host and ten minutes: a storm asks 16,384 times
+        key = (event["host"], int(event["time"].timestamp() // 600))
+        if key not in seen:
+            jobs = cluster.jobs_on(event["host"], event["time"])
+            seen[key] = jobs[0] if len(jobs) == 1 else None
+        return seen[key]
 
     offsets = clock.offsets(events, {e["id"]: job_of(e) for e in events if e["kind"] == "nccl_timeout" and not e.get("job")})
     items = []
@@ -534,7 +540,7 @@ def _next_starts(drafts: Sequence[Draft]) -> dict[int, datetime]:
     following = {}
     for group in by_scope.values():
         group.sort(key=lambda d: d.start)
-        for before, after in zip(group, group[1:]):
+        for before, after in pairwise(group):
             following[id(before)] = after.start
     return following
 

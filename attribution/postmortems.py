@@ -25,7 +25,7 @@ their job near the fault (decoys that must not be blamed).
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from faultgraph.attribution import simulate as sim
@@ -51,8 +51,8 @@ BENIGN_PER_HOST_DAY: dict[str, float] = {
     "row_remap": 0.01, "flap": 0.02, "agent_restart": 0.05, "hung_task": 0.02,
 }
 _EXCEPTIONS = (
-    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {gib:.2f} GiB. GPU {gpu} has a total capacity of "
-    "79.10 GiB of which {free:.2f} MiB is free. Including non-PyTorch memory, this process has 79.08 GiB memory in use.",
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {gib:.2f} GiB. GPU {gpu} has a total capacity of "
+     "79.10 GiB of which {free:.2f} MiB is free. Including non-PyTorch memory, this process has 79.08 GiB memory in use."),
     "RuntimeError: CUDA error: an illegal memory access was encountered",
     "RuntimeError: shape '[{a}, -1, 128]' is invalid for input of size {size}",
     "AssertionError",
@@ -219,7 +219,7 @@ def benign_stream(b: sim._Builder, start: datetime, end: datetime, scale: float 
 
 def random_start(rng: random.Random) -> datetime:
     """A moment in January–September 2026, when glog's month has one digit."""
-    return datetime(2026, rng.randint(1, 9), rng.randint(1, 28), rng.randint(0, 23), tzinfo=timezone.utc)
+    return datetime(2026, rng.randint(1, 9), rng.randint(1, 28), rng.randint(0, 23), tzinfo=UTC)
 
 
 def hard_set(n_faults: int = 100, seed: int = 0, hosts: int = 128, *, hosts_per_su: int | None = None,
