@@ -30,7 +30,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,7 @@ SCENARIO_TYPES: tuple[str, ...] = (*MECHANISMS, "concurrent", "red_herring")
 # Mechanisms that may be paired or shadowed by a decoy: any unplanned one.
 _UNPLANNED = tuple(m for m in MECHANISMS if m != "planned_maintenance")
 
-DEFAULT_START = datetime(2026, 11, 29, tzinfo=timezone.utc)
+DEFAULT_START = datetime(2026, 11, 29, tzinfo=UTC)
 NCCL_VERSION = "2.21.5"
 _PG = "[PG ID 0 PG GUID 0(default_pg) Rank {rank}]"
 _REMOTE_ERROR = "remote process exited or there was a network error"

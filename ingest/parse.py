@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import datetime, timezone, tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from faultgraph.ingest import catalogue
@@ -42,7 +42,7 @@ _RULES_BY_KEYWORD = {k: tuple(i for i, r in enumerate(_CAT.rules) if k.decode() 
 
 def parse_line(line: str, *, host: str | None = None, source: str | None = None,
                received: datetime | None = None, boot_time: datetime | None = None,
-               zone: tzinfo = timezone.utc) -> dict[str, Any] | None:
+               zone: tzinfo = UTC) -> dict[str, Any] | None:
     """The event a line describes (trailing newline ignored), or None when no rule matches.
 
     `host` is used when the line has no syslog header; `source` (e.g. "kmsg") is kept as
@@ -57,7 +57,7 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
     if _KEYWORDS.isdisjoint(words):
         return None
     candidates = sorted({i for k in _KEYWORDS.intersection(words) for i in _RULES_BY_KEYWORD[k]})
-    received = as_utc(received) if received else datetime.now(timezone.utc)
+    received = as_utc(received) if received else datetime.now(UTC)
     prefixed = strip_prefix(line) if has_prefix(line) else _NO_PREFIX
     time, header_host, message = split_timestamp(prefixed.text if prefixed.key else line,
                                                  received=received, boot_time=boot_time, zone=zone)
@@ -83,9 +83,9 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
 
 def parse_lines(lines: Iterable[str], *, host: str | None = None, source: str | None = None,
                 received: datetime | None = None, boot_time: datetime | None = None,
-                zone: tzinfo = timezone.utc) -> tuple[list[dict[str, Any]], int]:
+                zone: tzinfo = UTC) -> tuple[list[dict[str, Any]], int]:
     """(events, number of lines that matched no rule), trailing newlines ignored."""
-    received = as_utc(received) if received else datetime.now(timezone.utc)
+    received = as_utc(received) if received else datetime.now(UTC)
     events: list[dict[str, Any]] = []
     unmatched = 0
     for line in lines:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from datetime import datetime, timezone, tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from faultgraph.ingest.parse import parse_line
@@ -101,7 +101,7 @@ class RecordGrouper:
     """
 
     def __init__(self, *, host: str | None = None, source: str | None = None,
-                 zone: tzinfo = timezone.utc, max_lines: int = 200,
+                 zone: tzinfo = UTC, max_lines: int = 200,
                  max_wait_s: float = 5.0) -> None:
         if max_lines < 1:
             raise ValueError("max_lines must be at least 1")
@@ -248,11 +248,11 @@ class RecordGrouper:
 
 def group_lines(lines: Iterable[str], *, host: str | None = None, source: str | None = None,
                 received: datetime | None = None, boot_time: datetime | None = None,
-                zone: tzinfo = timezone.utc, max_lines: int = 200) -> Iterator[Record]:
+                zone: tzinfo = UTC, max_lines: int = 200) -> Iterator[Record]:
     """The records of a whole document, each line in exactly one; `Record.tags` are the
     lines' indices in `lines`. Records come out as they complete (a traceback after the
     lines of other processes written while it was open)."""
-    received = received or datetime.now(timezone.utc)
+    received = received or datetime.now(UTC)
     grouper = RecordGrouper(host=host, source=source, zone=zone, max_lines=max_lines)
     for index, line in enumerate(lines):
         yield from grouper.feed(line, tag=index, received=received, boot_time=boot_time)

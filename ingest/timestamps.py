@@ -26,7 +26,7 @@ Times without a zone are in `zone` (default UTC). The message keeps the syslog t
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 _MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
@@ -62,7 +62,7 @@ def _zone(text: str | None, default: tzinfo) -> tzinfo:
     if not text:
         return default
     if text == "Z":
-        return timezone.utc
+        return UTC
     sign = -1 if text[0] == "-" else 1
     digits = text[1:].replace(":", "")
     return timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
@@ -70,7 +70,7 @@ def _zone(text: str | None, default: tzinfo) -> tzinfo:
 
 def as_utc(t: datetime) -> datetime:
     """A datetime in UTC; a naive one is taken to be UTC already."""
-    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
 
 
 def _in_receipt_year(month: int, day: int, h: int, m: int, s: int, micro: int,
@@ -78,9 +78,9 @@ def _in_receipt_year(month: int, day: int, h: int, m: int, s: int, micro: int,
     """A yearless time in the year of receipt; a line stamped just before New Year but
     received just after belongs to the previous year."""
     year = received.astimezone(zone).year
-    t = datetime(year, month, day, h, m, s, micro, tzinfo=zone).astimezone(timezone.utc)
+    t = datetime(year, month, day, h, m, s, micro, tzinfo=zone).astimezone(UTC)
     if t - received > timedelta(days=1):
-        t = datetime(year - 1, month, day, h, m, s, micro, tzinfo=zone).astimezone(timezone.utc)
+        t = datetime(year - 1, month, day, h, m, s, micro, tzinfo=zone).astimezone(UTC)
     return t
 
 
@@ -96,7 +96,7 @@ def _strip_kernel_tag(rest: str) -> str:
 
 def split_timestamp(line: str, *, received: datetime | None = None,
                     boot_time: datetime | None = None,
-                    zone: tzinfo = timezone.utc) -> tuple[datetime | None, str | None, str]:
+                    zone: tzinfo = UTC) -> tuple[datetime | None, str | None, str]:
     """(time in UTC or None, host from a syslog header or None, the rest of the line).
 
     `received` supplies the year for yearless formats (default: now); `boot_time` turns
@@ -105,7 +105,7 @@ def split_timestamp(line: str, *, received: datetime | None = None,
     on odd text: an impossible date (Feb 30) just means no time was found.
     """
     try:
-        return _split(line, as_utc(received) if received else datetime.now(timezone.utc),
+        return _split(line, as_utc(received) if received else datetime.now(UTC),
                       as_utc(boot_time) if boot_time else None, zone)
     except (ValueError, OverflowError):
         return None, None, line
@@ -119,7 +119,7 @@ def _split(line: str, received: datetime, boot_time: datetime | None,
         if m:
             y, mo, d, h, mi, s, sep, frac, offset = m.groups()
             t = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), _micro(frac),
-                         tzinfo=_zone(offset, zone)).astimezone(timezone.utc)
+                         tzinfo=_zone(offset, zone)).astimezone(UTC)
             rest = line[m.end():]
             if sep != ",":  # dmesg --time-format iso uses a comma and never has a host
                 header = _HOST_TAG.match(rest)
@@ -135,7 +135,7 @@ def _split(line: str, received: datetime, boot_time: datetime | None,
         if m:
             mon, d, h, mi, s, y = m.groups()
             t = datetime(int(y), _MONTHS[mon], int(d), int(h), int(mi), int(s),
-                         tzinfo=zone).astimezone(timezone.utc)
+                         tzinfo=zone).astimezone(UTC)
             return t, None, line[m.end():]
         m = _MONOTONIC.match(line)
         if m:
@@ -144,13 +144,13 @@ def _split(line: str, received: datetime, boot_time: datetime | None,
         if m:
             mon, d, y, h, mi, s = m.groups()
             t = datetime(int(y), _MONTHS[mon], int(d), int(h), int(mi), int(s),
-                         tzinfo=zone).astimezone(timezone.utc)
+                         tzinfo=zone).astimezone(UTC)
             return t, None, line[m.end():]
         m = _PYLOG.match(line)
         if m:
             y, mo, d, h, mi, s, frac, offset = m.groups()
             t = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), _micro(frac),
-                         tzinfo=_zone(offset, zone)).astimezone(timezone.utc)
+                         tzinfo=_zone(offset, zone)).astimezone(UTC)
             return t, None, line
     elif first == "<":
         m = _PRINTK_LEVEL.match(line)

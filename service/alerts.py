@@ -30,10 +30,11 @@ from typing import Any, Literal
 
 import httpx
 import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
 from faultgraph.service.config import Settings
 from faultgraph.service.incidents.models import incidents
 from faultgraph.service.incidents.service import row_to_incident
-from sqlalchemy.engine import Engine
 
 log = logging.getLogger(__name__)
 

@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
+
 from faultgraph.service import alerts, metrics, store
 from faultgraph.service.auth import views as auth_views
 from faultgraph.service.auth.limits import IngestLimiter

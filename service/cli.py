@@ -15,6 +15,12 @@ import orjson
 import sqlalchemy as sa
 import typer
 import uvicorn
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
+
 from faultgraph.attribution.generators import LAYOUTS
 from faultgraph.ingest.agent.cli import agent as agent_command
 from faultgraph.service import audit, client, store, transfer
@@ -26,11 +32,6 @@ from faultgraph.service.auth.views import audit_detail
 from faultgraph.service.client import JsonOption, TokenOption, UrlOption
 from faultgraph.service.config import Settings
 from faultgraph.service.stats import render as stats_render
-from pydantic import ValidationError
-from rich.console import Console
-from rich.table import Table
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError
 
 app = typer.Typer(help="faultgraph: the fault-diagnosis timeline of a GPU training cluster.", no_args_is_help=True)
 topology_app = typer.Typer(help="Discover, generate and upload cluster topologies.", no_args_is_help=True)
@@ -484,11 +485,12 @@ def evaluate(
     """Replay a simulated scenario through the service and score the incidents against its ground truth."""
     import tempfile
 
-    from faultgraph.attribution import simulate as sim
-    from faultgraph.service import evaluate as ev
     from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
+
+    from faultgraph.attribution import simulate as sim
+    from faultgraph.service import evaluate as ev
 
     try:
         generated = None if scenario else _nvl72_scenario(layout, faults, seed, racks)

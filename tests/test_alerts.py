@@ -11,9 +11,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from conftest import start_server
+from test_incidents_api import T0, gpu_falls_off, iso
+
 from faultgraph.service.alerts import AlertConfig, changes, parse_target
 from faultgraph.service.config import Settings
-from test_incidents_api import T0, gpu_falls_off, iso
 
 
 class Receiver:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
+
 from faultgraph.attribution.cluster import ClusterSnapshot
 from faultgraph.attribution.engine import analyse
 from faultgraph.attribution.generators import rail_optimized

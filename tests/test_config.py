@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+
 from faultgraph.service.config import Settings, settings_table
 
 

@@ -7,17 +7,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from conftest import Server, start_server
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_auth import bearer, cli
 
 from faultgraph.attribution import diagnose as reasoning
 from faultgraph.ingest import paste
 from faultgraph.service import store
 from faultgraph.service.auth import service as tokens
 from faultgraph.service.diagnose import service
-
-from conftest import Server, start_server
-from test_auth import bearer, cli
 
 DATA = Path(__file__).parent / "data" / "diagnose"
 CASES = tomllib.loads((DATA / "cases.toml").read_text())

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+
 from faultgraph.attribution.topology import Topology
 from faultgraph.ingest.discover import fabric as ib
 from faultgraph.ingest.discover import tools

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from faultgraph.service.config import settings_table
 
 ROOT = Path(__file__).resolve().parent.parent

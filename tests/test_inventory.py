@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Server, start_server
+
 from faultgraph.attribution.generators import rail_optimized
 from faultgraph.ingest.agent import inventory as agent_inventory
 from faultgraph.service import store

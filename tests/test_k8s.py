@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import Server
-from faultgraph.service.schedulers import k8s
 from kubernetes.client import ApiClient
+
+from faultgraph.service.schedulers import k8s
 
 NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 

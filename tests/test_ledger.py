@@ -1,7 +1,7 @@
 """The interruption ledger: Llama 3's 54-day table replayed, and the GPU-hours-lost rule."""
 
 import csv
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,7 @@ from faultgraph.attribution.ledger import gpu_hours_lost, ledger, published_disc
 from faultgraph.attribution.reliability import mtbf
 
 LLAMA3 = Path(__file__).resolve().parent / "data" / "reference" / "llama3-interruptions.csv"
-T0 = datetime(2026, 11, 29, 8, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 
 
 def _llama3_rows() -> list[dict]:

@@ -12,6 +12,7 @@ import duckdb
 import pytest
 import sqlalchemy as sa
 from conftest import Server, chosen_backend, fresh_postgres_database, start_server
+
 from faultgraph.service import migrations, store
 
 RELEASE_1 = Path(__file__).resolve().parent / "data" / "release-0.1.0"

@@ -5,7 +5,7 @@ more lines found in public issues (each cited), every timestamp format, and arbi
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from faultgraph.ingest.timestamps import split_timestamp
 DATA = Path(__file__).parent / "data"
 CORPUS = DATA / "reference" / "real-logs.jsonl"
 LONG_TAIL = DATA / "long-tail.jsonl"
-RECEIVED = datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc)
+RECEIVED = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -242,7 +242,7 @@ def test_envelope_shape_and_catalogue_hints() -> None:
                        "(PCI:0000:3B:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off "
                        "the bus.", host="ignored", source="kmsg", received=RECEIVED)
     assert event is not None
-    assert event["time"] == datetime(2026, 11, 29, 8, 0, 0, 123456, tzinfo=timezone.utc)
+    assert event["time"] == datetime(2026, 11, 29, 8, 0, 0, 123456, tzinfo=UTC)
     assert event["host"] == "node0007"  # the syslog header wins over the caller's host
     assert event["kind"] == "gpu_xid" and event["severity"] == "critical"
     assert event["message"].startswith("NVRM: Xid")
@@ -297,49 +297,49 @@ def test_parse_lines_counts_unmatched() -> None:
 
 @pytest.mark.parametrize(("line", "time", "host", "rest"), [
     ("2026-11-29T08:00:00.123456+00:00 node0042 kernel: NVRM: x",
-     datetime(2026, 11, 29, 8, 0, 0, 123456, tzinfo=timezone.utc), "node0042", "NVRM: x"),
+     datetime(2026, 11, 29, 8, 0, 0, 123456, tzinfo=UTC), "node0042", "NVRM: x"),
     ("2026-11-29T09:00:00.5+0100 node0042 systemd-networkd[12]: ib0: Lost carrier",
-     datetime(2026, 11, 29, 8, 0, 0, 500000, tzinfo=timezone.utc), "node0042",
+     datetime(2026, 11, 29, 8, 0, 0, 500000, tzinfo=UTC), "node0042",
      "systemd-networkd[12]: ib0: Lost carrier"),
-    ("2026-11-29T08:00:00Z NVRM: x", datetime(2026, 11, 29, 8, tzinfo=timezone.utc), None, "NVRM: x"),
+    ("2026-11-29T08:00:00Z NVRM: x", datetime(2026, 11, 29, 8, tzinfo=UTC), None, "NVRM: x"),
     ("2025-01-21T04:41:44,283390+00:00 NVRM: x",
-     datetime(2025, 1, 21, 4, 41, 44, 283390, tzinfo=timezone.utc), None, "NVRM: x"),
+     datetime(2025, 1, 21, 4, 41, 44, 283390, tzinfo=UTC), None, "NVRM: x"),
     ("kern  :warn  : 2025-01-21T04:41:44,283390+00:00 nvme nvme4: x",
-     datetime(2025, 1, 21, 4, 41, 44, 283390, tzinfo=timezone.utc), None, "nvme nvme4: x"),
+     datetime(2025, 1, 21, 4, 41, 44, 283390, tzinfo=UTC), None, "nvme nvme4: x"),
     ("Nov 29 08:00:00 node0042 kernel: [ 1234.5678] NVRM: x",
-     datetime(2026, 11, 29, 8, tzinfo=timezone.utc), "node0042", "NVRM: x"),
+     datetime(2026, 11, 29, 8, tzinfo=UTC), "node0042", "NVRM: x"),
     ("Nov  9 08:00:00 node0042 sshd[1]: x",
-     datetime(2026, 11, 9, 8, tzinfo=timezone.utc), "node0042", "sshd[1]: x"),
+     datetime(2026, 11, 9, 8, tzinfo=UTC), "node0042", "sshd[1]: x"),
     ("Feb 23 03:28:16  kernel: x",  # empty host field
-     datetime(2026, 2, 23, 3, 28, 16, tzinfo=timezone.utc), None, "x"),
+     datetime(2026, 2, 23, 3, 28, 16, tzinfo=UTC), None, "x"),
     ("Dec 31 23:59:59 node0042 kernel: x",  # stamped last year, received just after New Year
-     datetime(2025, 12, 31, 23, 59, 59, tzinfo=timezone.utc), "node0042", "x"),
+     datetime(2025, 12, 31, 23, 59, 59, tzinfo=UTC), "node0042", "x"),
     ("[rank3]:[E1129 07:59:59.123456789 ProcessGroupNCCL.cpp:1] [Rank 3] x",
-     datetime(2026, 11, 29, 7, 59, 59, 123456, tzinfo=timezone.utc), None,
+     datetime(2026, 11, 29, 7, 59, 59, 123456, tzinfo=UTC), None,
      "[rank3]:[E1129 07:59:59.123456789 ProcessGroupNCCL.cpp:1] [Rank 3] x"),
     ("[Fri Oct 14 14:56:49 2022] NVRM: x",
-     datetime(2022, 10, 14, 14, 56, 49, tzinfo=timezone.utc), None, "NVRM: x"),
+     datetime(2022, 10, 14, 14, 56, 49, tzinfo=UTC), None, "NVRM: x"),
     # PyTorch's glog month is not zero-padded: E207 is 7 February, E1218 18 December
     # (stamped last year when received in November), E110 10 January, E1110 10 November
     ("[rank5]:[E207 12:25:57.436 ProcessGroupNCCL.cpp:697] x",
-     datetime(2026, 2, 7, 12, 25, 57, 436000, tzinfo=timezone.utc), None,
+     datetime(2026, 2, 7, 12, 25, 57, 436000, tzinfo=UTC), None,
      "[rank5]:[E207 12:25:57.436 ProcessGroupNCCL.cpp:697] x"),
     ("[E1218 20:27:21.484903450 ProcessGroupNCCL.cpp:2168] x",
-     datetime(2025, 12, 18, 20, 27, 21, 484903, tzinfo=timezone.utc), None,
+     datetime(2025, 12, 18, 20, 27, 21, 484903, tzinfo=UTC), None,
      "[E1218 20:27:21.484903450 ProcessGroupNCCL.cpp:2168] x"),
-    ("[E110 00:00:01.000000 c.cpp:1] x", datetime(2026, 1, 10, 0, 0, 1, tzinfo=timezone.utc), None,
+    ("[E110 00:00:01.000000 c.cpp:1] x", datetime(2026, 1, 10, 0, 0, 1, tzinfo=UTC), None,
      "[E110 00:00:01.000000 c.cpp:1] x"),
-    ("[E1110 00:00:01.000000 c.cpp:1] x", datetime(2026, 11, 10, 0, 0, 1, tzinfo=timezone.utc), None,
+    ("[E1110 00:00:01.000000 c.cpp:1] x", datetime(2026, 11, 10, 0, 0, 1, tzinfo=UTC), None,
      "[E1110 00:00:01.000000 c.cpp:1] x"),
     ("42: [rank42]:[E207 12:25:57.436 ProcessGroupNCCL.cpp:697] x",  # srun --label first
-     datetime(2026, 2, 7, 12, 25, 57, 436000, tzinfo=timezone.utc), None,
+     datetime(2026, 2, 7, 12, 25, 57, 436000, tzinfo=UTC), None,
      "42: [rank42]:[E207 12:25:57.436 ProcessGroupNCCL.cpp:697] x"),
     ("[Sun Dec 1 14:54:40 2024] x",  # dmesg -T with an unpadded day (gpud's fixtures)
-     datetime(2024, 12, 1, 14, 54, 40, tzinfo=timezone.utc), None, "x"),
+     datetime(2024, 12, 1, 14, 54, 40, tzinfo=UTC), None, "x"),
     ("[Jul 23 2024 07:53:55] [ERROR] [tid 841] x",  # fabric manager's own log
-     datetime(2024, 7, 23, 7, 53, 55, tzinfo=timezone.utc), None, "[ERROR] [tid 841] x"),
+     datetime(2024, 7, 23, 7, 53, 55, tzinfo=UTC), None, "[ERROR] [tid 841] x"),
     ("[2024-02-27T21:35:28.705869Z] fa88a9df [rank=1] || x",  # Python-style bracketed stamp
-     datetime(2024, 2, 27, 21, 35, 28, 705869, tzinfo=timezone.utc), None,
+     datetime(2024, 2, 27, 21, 35, 28, 705869, tzinfo=UTC), None,
      "[2024-02-27T21:35:28.705869Z] fa88a9df [rank=1] || x"),
     ("<4>[  201.670809] Oops: 0002 [#1] SMP", None, None, "Oops: 0002 [#1] SMP"),  # printk level
     ("[171167.620236] NVRM: x", None, None, "NVRM: x"),
@@ -350,7 +350,7 @@ def test_parse_lines_counts_unmatched() -> None:
     ("2026-02-30T08:00:00Z impossible date", None, None, "2026-02-30T08:00:00Z impossible date"),
 ])
 def test_split_timestamp(line: str, time: datetime | None, host: str | None, rest: str) -> None:
-    received = (datetime(2026, 1, 1, 0, 0, 30, tzinfo=timezone.utc) if line.startswith("Dec 31")
+    received = (datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC) if line.startswith("Dec 31")
                 else RECEIVED)
     assert split_timestamp(line, received=received) == (time, host, rest)
 
@@ -358,13 +358,13 @@ def test_split_timestamp(line: str, time: datetime | None, host: str | None, res
 def test_configured_zone_for_stamps_without_one() -> None:
     cest = timezone(timedelta(hours=2))
     time, _, _ = split_timestamp("Jun  1 10:00:00 node0042 kernel: x", received=RECEIVED, zone=cest)
-    assert time == datetime(2026, 6, 1, 8, tzinfo=timezone.utc)
+    assert time == datetime(2026, 6, 1, 8, tzinfo=UTC)
     time, _, _ = split_timestamp("2026-06-01T10:00:00+00:00 node0042 kernel: x", zone=cest)
-    assert time == datetime(2026, 6, 1, 10, tzinfo=timezone.utc)  # its own zone wins
+    assert time == datetime(2026, 6, 1, 10, tzinfo=UTC)  # its own zone wins
 
 
 def test_kmsg_with_boot_time() -> None:
-    boot = datetime(2026, 11, 20, tzinfo=timezone.utc)
+    boot = datetime(2026, 11, 20, tzinfo=UTC)
     time, host, rest = split_timestamp("4,1227,437812449932,c;NVRM: x", boot_time=boot)
     assert time == boot + timedelta(microseconds=437812449932)
     assert (host, rest) == (None, "NVRM: x")

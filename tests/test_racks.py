@@ -4,6 +4,7 @@ through the whole engine (two racks, three jobs)."""
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from faultgraph.attribution import racks
 from faultgraph.attribution.classify import classify
 from faultgraph.attribution.cluster import ClusterSnapshot

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from faultgraph.ingest.prefixes import strip_prefix
 from faultgraph.ingest.records import RecordGrouper, group_lines
 
 RECORDS = json.loads((Path(__file__).parent / "data" / "records.json").read_text())
-RECEIVED = datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc)
+RECEIVED = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 
 
 def _events(lines: list[str], **kwargs: Any) -> tuple[list[dict[str, Any]], list[Any]]:

@@ -3,7 +3,7 @@
 import csv
 import math
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from statistics import NormalDist
 
@@ -21,7 +21,7 @@ from faultgraph.attribution.reliability import (
 )
 
 DATA = Path(__file__).resolve().parent / "data" / "reference"
-T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
@@ -173,7 +173,7 @@ def test_between_failures_fits_weibull_from_ten_gaps():
 def _titan_failure_times() -> list[datetime]:
     with open(DATA / "titan-gpu-failures.csv", newline="") as handle:
         return [
-            datetime.fromisoformat(row["time_utc"]).replace(tzinfo=timezone.utc)
+            datetime.fromisoformat(row["time_utc"]).replace(tzinfo=UTC)
             for row in csv.DictReader(handle)
         ]
 

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubernetes import client as k8s
+from slurm import start_slurm
 
 from faultgraph.attribution.fleet import Transition, replay
 from faultgraph.service import store
@@ -24,7 +25,6 @@ from faultgraph.service.events.service import to_rows
 from faultgraph.service.remediation import flows, service
 from faultgraph.service.remediation.actuators import ActionFailed, Kubernetes, Webhook
 from faultgraph.service.remediation.models import RemediationConfig
-from slurm import start_slurm
 from tests.conftest import start_server
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

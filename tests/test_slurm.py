@@ -11,8 +11,9 @@ from pathlib import Path
 import orjson
 import pytest
 from conftest import Server
-from faultgraph.service.schedulers import slurm, spool
 from slurm import SlurmCluster, slurm_cluster, start_slurm  # noqa: F401  (fixture)
+
+from faultgraph.service.schedulers import slurm, spool
 
 NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 HOOK = [sys.executable, "-m", "faultgraph.service.schedulers.cli", "slurm"]

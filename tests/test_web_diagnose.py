@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import Server, start_server
 from test_web import ARTIFACTS, browser, open_page, page  # noqa: F401  (fixtures)
 

@@ -243,7 +243,7 @@ def add_fabric(graph: Graph, fabric: ib.Fabric, nics_by_guid: dict[str, str],
     for node_guid, name in names.items():
         graph.add(name, "switch", None, tier=tier[node_guid], guid=node_guid, description=fabric.switches[node_guid])
     unknown = []
-    for switch, port, peer, peer_port in fabric.cables:
+    for switch, port, peer, _peer_port in fabric.cables:
         if peer in fabric.switches:
             graph.link(names[switch], names[peer], "ib")
             continue

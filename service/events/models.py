@@ -6,7 +6,7 @@ the bulk path turns them into Arrow columns without a `model_dump` per event.
 
 import math
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, NotRequired
 
 import orjson
 import sqlalchemy as sa
@@ -18,7 +18,7 @@ from pydantic import (
     StringConstraints,
     TypeAdapter,
 )
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from faultgraph.attribution.causes import CAUSES
 from faultgraph.service.store import JSON, metadata
@@ -310,7 +310,7 @@ def _envelope_for(kind: str, attrs_shape: type) -> type:
 
 
 AnyEvent = Annotated[
-    Union[tuple(_envelope_for(kind, shape) for kind, (shape, _) in KINDS.items() if kind not in SERVICE_KINDS)],  # type: ignore[misc]
+    tuple(_envelope_for(kind, shape) for kind, (shape, _) in KINDS.items() if kind not in SERVICE_KINDS),  # type: ignore[misc]
     Field(discriminator="kind"),
 ]
 

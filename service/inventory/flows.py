@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 import sqlalchemy as sa
+
 from faultgraph.ingest.discover import build
 from faultgraph.ingest.discover import fabric as ib
 from faultgraph.service.cluster import Cluster
@@ -70,7 +71,7 @@ def merge(current: dict[str, list[dict]], host: str, part: build.Graph, *, fabri
                       and {link["a"], link["b"]} & new_ids and not {link["a"], link["b"]} <= mine)
         if not touches or keep_cable:
             links.append(link)
-    present = {(min(l["a"], l["b"]), max(l["a"], l["b"])) for l in links}
+    present = {(min(link["a"], link["b"]), max(link["a"], link["b"])) for link in links}
     links += [link for key, link in part.links.items() if key not in present]
     return {"components": components, "links": links}
 

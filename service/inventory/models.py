@@ -4,10 +4,11 @@ version changed (shown by `GET /v1/topology/versions`)."""
 from typing import Annotated
 
 import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from faultgraph.ingest.discover.build import FABRIC_FILE, HOST_FILES
 from faultgraph.service.events.models import Host, Time
 from faultgraph.service.store import JSON, metadata
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 inventories = sa.Table(
     "inventories",

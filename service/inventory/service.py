@@ -4,9 +4,10 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
 from faultgraph.service import store
 from faultgraph.service.inventory.models import inventories, topology_changes
-from sqlalchemy.engine import Connection
 
 
 def save(conn: Connection, *, host: str, files: dict[str, str], received: datetime, collected: datetime | None) -> None:

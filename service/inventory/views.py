@@ -4,14 +4,15 @@ from fnmatch import fnmatchcase
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Request
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
 from faultgraph.attribution.topology import TopologyError
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.auth.models import Principal
 from faultgraph.service.http import read_body
 from faultgraph.service.inventory import flows
 from faultgraph.service.inventory.models import InventoryIn
-from pydantic import ValidationError
-from starlette.concurrency import run_in_threadpool
 
 router = APIRouter(prefix="/v1/inventory", tags=["inventory"])
 

@@ -1,9 +1,9 @@
 """The shape of a `POST /v1/logs` body (SPEC §8), for validation and the OpenAPI page."""
 
-from typing import Annotated
+from typing import Annotated, NotRequired
 
 from pydantic import Field, StringConstraints, TypeAdapter
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from faultgraph.service.events.models import Host, Name
 

@@ -14,10 +14,11 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
+
 from faultgraph.ingest.records import group_lines
 from faultgraph.service.events.service import BodyError
 from faultgraph.service.logs.models import LogsBody, LogsBodyAdapter
-from pydantic import ValidationError
 
 
 @dataclass

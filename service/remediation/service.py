@@ -14,11 +14,12 @@ from datetime import UTC, datetime
 
 import orjson
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
 from faultgraph.service import audit, store
 from faultgraph.service.events.models import events
 from faultgraph.service.events.service import format_time, to_rows
 from faultgraph.service.remediation.models import ACTOR
-from sqlalchemy.engine import Connection
 
 Store = Callable[[list[dict]], None]
 

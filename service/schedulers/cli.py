@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
 from faultgraph.service.schedulers import slurm, spool
 
 slurm_app = typer.Typer(help="Slurm prolog/epilog hooks that register jobs (SPEC §4).", no_args_is_help=True)
@@ -76,6 +77,7 @@ def k8s_watch(
     import logging
 
     import httpx
+
     from faultgraph.service.schedulers import k8s
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 import hostlist
+
 from faultgraph.service.schedulers.spool import Post
 
 NODELIST_VARS = ("SLURM_JOB_NODELIST", "SLURM_NODELIST")

@@ -14,7 +14,7 @@ import argparse
 import random
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from faultgraph.ingest import catalogue
 from faultgraph.ingest.parse import parse_line
@@ -91,7 +91,7 @@ def main() -> None:
            for _ in range(args.lines)]
     training = [rng.choice(TRAINING) for _ in range(args.lines // 4)]
     storm = [rng.choice(STORM) for _ in range(args.lines // 4)]
-    received = datetime(2026, 11, 29, 9, 0, tzinfo=timezone.utc)
+    received = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 
     def parse(line: str) -> object:
         return parse_line(line, host="node0042", received=received)
