@@ -15,11 +15,11 @@ machines print them (tests/data/discover/ holds the outputs these were written a
 """
 
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from defusedxml import ElementTree as ET  # inventory XML comes from hosts: no entity expansion
 
 # --- nvidia-smi topo -m ---------------------------------------------------------------
 
