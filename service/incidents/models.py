@@ -40,6 +40,9 @@ incidents = sa.Table(
     sa.Column("notes", JSON, nullable=False),
     # The topology version the engine analysed it on (GET /v1/topology?version=N).
     sa.Column("topology_version", sa.Integer),
+    # SPEC §5 type; a degradation carries the fraction of speed lost (service/incidents/degradations.py).
+    sa.Column("type", sa.String, nullable=False, default="interruption", server_default="interruption"),
+    sa.Column("slowdown", sa.Float),
 )
 
 # Member and evidence events of each incident, for its timeline.

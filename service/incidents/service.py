@@ -43,6 +43,8 @@ def row_to_incident(row: sa.Row) -> dict:
         },
         "notes": store.json_value(row.notes),
         "topology_version": row.topology_version,
+        "type": row.type,
+        "slowdown": row.slowdown,
     }
 
 
@@ -63,6 +65,7 @@ def get_all(
     job: str | None = None,
     limit: int = 100,
     cursor: str | None = None,
+    type: str | None = None,  # noqa: A002 (SPEC §5 name)
 ) -> tuple[list[dict], str | None]:
     """Incidents newest first, filtered, one page at a time."""
     query = sa.select(incidents)
@@ -76,6 +79,8 @@ def get_all(
         query = query.where(incidents.c.category == category)
     if job:
         query = query.where(incidents.c.job == job)
+    if type:
+        query = query.where(incidents.c.type == type)
     if cursor:
         try:
             after = int(orjson.loads(base64.urlsafe_b64decode(cursor.encode())))

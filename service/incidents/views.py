@@ -1,7 +1,7 @@
 """Routes for incidents: list, one, timeline, on-call's PATCH, and `POST /v1/analyze`."""
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from starlette.concurrency import run_in_threadpool
@@ -25,6 +25,7 @@ def list_incidents(
     job: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: str | None = None,
+    type: Annotated[Literal["interruption", "degradation", "fault"] | None, Query()] = None,  # noqa: A002 (SPEC §5 name)
 ) -> dict:
     """Incidents, newest first; `since`/`until` bound the interruption's start."""
     if status and status not in STATUSES:
@@ -35,7 +36,7 @@ def list_incidents(
         with request.app.state.engine.connect() as conn:
             page, following = service.get_all(
                 conn, since=parse_time(since, "since"), until=parse_time(until, "until"),
-                status=status, category=category, job=job, limit=limit, cursor=cursor,
+                status=status, category=category, job=job, limit=limit, cursor=cursor, type=type,
             )
     except ValueError as exc:
         raise HTTPException(400, f"cursor: {exc}") from None

@@ -1,0 +1,1 @@
+"""faultgraph.train: the training-side hook (standard library only)."""
