@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone, tzinfo
 from typing import Any
 
-from faultgraph.ingest import catalogue
+from faultgraph.ingest import catalogue, progress
 from faultgraph.ingest.timestamps import as_utc, split_timestamp
 
 _CAT = catalogue.load()
@@ -48,6 +48,8 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
     if not isinstance(line, str):
         raise ValueError(f"a log line must be a str, not {type(line).__name__}")
     line = line.rstrip("\r\n")
+    if (step := progress.parse(line, host=host, time=as_utc(received) if received else datetime.now(timezone.utc), source=source)):
+        return step  # training progress lines (ingest/progress.py)
     words = line.encode("utf-8", "surrogatepass").translate(_WORD_BYTES).split()
     if _KEYWORDS.isdisjoint(words):
         return None
