@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from faultgraph.attribution import evidence
+from faultgraph.attribution import evidence, rollback
 from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.classify import classify
 from faultgraph.attribution.evidence import Item, Vote
@@ -323,6 +323,8 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
         confidence = 0.0
         evidence_ids = [i.id for i in anomalies]
     draft.action = _action(root, cause, draft, cluster, placement)
+    if anomalies and cause == "silent_data_corruption":  # issue 15: name the checkpoint and the data to skip
+        draft.action = rollback.plan(draft.job, anomalies, lifecycle)
     cited = [i for i in (*draft.evidence, *draft.members) if i.id in set(evidence_ids)]
     first = min(cited, key=effective_time) if cited else None
     draft.root_cause = {
