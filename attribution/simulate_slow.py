@@ -244,3 +244,62 @@ def score(found: list[dict], truth: list[dict]) -> dict:
         row["top1_pct"] = round(100 * row["top1"] / row["faults"], 1)
     extra = [i["id"] for i in degradations if i["id"] not in claimed]
     return {"families": rows, "unmatched_degradations": len(extra)}
+
+
+def detection_minutes(scenario: Scenario, *, horizon: int = 20) -> dict[str, list[float | None]]:
+    """Per family, how many minutes of event time after each onset the detector first names
+    the right culprit, feeding it only what had arrived by then (None: not within `horizon`).
+
+    In process, over the same pure functions the service runs: the series is the per-step
+    mean over ranks, the windows' per-rank means are taken from the records directly.
+    """
+    from faultgraph.attribution.placement import Placement
+    from faultgraph.attribution.resolve import Resolver
+    from faultgraph.attribution.stragglers import RankTiming, Sample, episodes, localise, windows
+    from faultgraph.attribution.topology import Topology
+
+    topology = Topology.from_dict(scenario.topology)
+    resolver = Resolver(topology)
+    by_job: dict[str, list[dict]] = {}
+    for record in scenario.records:
+        by_job.setdefault(record["event"].get("job") or "", []).append(record["event"])
+    found: dict[str, list[float | None]] = {}
+    for fault in scenario.truth:
+        if fault["mechanism"] == "healthy":
+            continue
+        body = next(j for j in scenario.jobs if j["id"] == fault["job"])
+        placement, onset = Placement.from_job(body), _time(fault["onset"])
+        steps = [(e, _time(e["time"])) for e in by_job[fault["job"]] if e["kind"] == "train_step"]
+        reports = [e for e in by_job[""] if e["kind"] in ("gpu_perf", "pcie_link", "nic_error") and e["host"] in body["hosts"]]
+        health = [{**e, "id": f"h{i}", "time": _time(e["time"]),
+                   "component": e.get("component") or resolver.resolve(e, placement) or e["host"]} for i, e in enumerate(reports)]
+        when = None
+        for minute in range(1, horizon + 1):
+            now = onset + timedelta(minutes=minute)
+            seen = [(e, t) for e, t in steps if t <= now]
+            sums: dict[int, list[float]] = {}
+            last: dict[int, datetime] = {}
+            for e, t in seen:
+                sums.setdefault(e["attrs"]["step"], []).append(e["attrs"]["duration_ms"])
+                last[e["attrs"]["step"]] = max(t, last.get(e["attrs"]["step"], t))
+            samples = [Sample(s, last[s], sum(v) / len(v)) for s, v in sorted(sums.items())]
+            hits = [ep for ep in episodes(samples) if abs(ep.onset - onset) <= MATCH]
+            spans = windows(samples, hits[0]) if hits else None
+            if spans is None:
+                continue
+
+            def mean(low: datetime, high: datetime) -> dict[int, RankTiming]:
+                acc: dict[int, list[dict]] = {}
+                for e, t in seen:
+                    if low <= t <= high:
+                        acc.setdefault(e["rank"], []).append(e["attrs"])
+                return {r: RankTiming(r, placement.host_of(r), *(sum(a[k] for a in v) / len(v)
+                                      for k in ("duration_ms", "compute_ms", "wait_ms"))) for r, v in acc.items()}
+
+            verdict = localise(mean(*spans[0]), mean(*spans[1]), placement, topology,
+                               [h for h in health if h["time"] <= now], hits[0])
+            if verdict.component == fault["root_component"]:
+                when = minute
+                break
+        found.setdefault(fault["mechanism"], []).append(when)
+    return found

@@ -186,12 +186,15 @@ def simulate(
     faults: Annotated[int, typer.Option(help="Faults to inject (a concurrent pair counts two).")] = 200,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed writes the same set.")] = 0,
     storm: Annotated[bool, typer.Option("--storm", help="Write the storm scenario instead: one job on every host, one XID 79, every other rank times out.")] = False,
+    failslow: Annotated[int | None, typer.Option(help="Write fail-slow jobs instead: this many per family (attribution/simulate_slow.py).")] = None,
 ) -> None:
     """Write a simulated scenario set: log lines and events with injected faults and their ground truth."""
     from faultgraph.attribution import simulate as sim
+    from faultgraph.attribution import simulate_slow
 
     try:
-        scenario = sim.storm(seed=seed, hosts=hosts) if storm else sim.scenario_set(faults, seed=seed, hosts=hosts)
+        scenario = (simulate_slow.scenario_set(failslow, seed=seed) if failslow else
+                    sim.storm(seed=seed, hosts=hosts) if storm else sim.scenario_set(faults, seed=seed, hosts=hosts))
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     scenario.save(out)
@@ -337,6 +340,7 @@ def evaluate(
     faults: Annotated[int, typer.Option(help="Faults to generate when no --scenario is given.")] = 200,
     hosts: Annotated[int, typer.Option(help="Hosts of the generated cluster.")] = 128,
     seed: Annotated[int, typer.Option(help="Seed of the generated scenario.")] = 0,
+    failslow: Annotated[int | None, typer.Option(help="Generate fail-slow jobs instead: this many per family.")] = None,
     url: Annotated[str | None, typer.Option(help="A running service to replay into (it should be empty); default: a throwaway server.", envvar="FAULTGRAPH_URL")] = None,
     token: TokenOption = None,
     as_json: JsonOption = False,
@@ -351,20 +355,28 @@ def evaluate(
     from faultgraph.attribution import simulate as sim
     from faultgraph.service import evaluate as ev
 
-    loaded = sim.Scenario.load(scenario) if scenario else sim.scenario_set(faults, seed=seed, hosts=hosts)
+    from faultgraph.attribution import simulate_slow
+
+    loaded = (sim.Scenario.load(scenario) if scenario else simulate_slow.scenario_set(failslow, seed=seed) if failslow
+              else sim.scenario_set(faults, seed=seed, hosts=hosts))
+    slow = bool(loaded.truth) and all(f["mechanism"] in simulate_slow.FAMILIES for f in loaded.truth)
     headers = {"authorization": f"Bearer {token}"} if token else {}
 
-    def run(base: str) -> ev.Report:
+    def run(base: str) -> ev.Report | dict:
         with httpx.Client(base_url=base, headers=headers, timeout=600) as http, Progress(transient=True) as progress:
             task = progress.add_task("replaying", total=len(loaded.records))
             ev.replay(http, loaded, progress=lambda n: progress.advance(task, n))
-            return ev.score(ev.incidents(http), loaded.truth)
+            found = ev.incidents(http)
+            return simulate_slow.score(found, loaded.truth) if slow else ev.score(found, loaded.truth)
 
     if url:
         report = run(url)
     else:
         with tempfile.TemporaryDirectory() as tmp, ev.throwaway_server(Path(tmp)) as base:
             report = run(base)
+    if slow:  # fail-slow families: their own table (issue 15)
+        typer.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+        return
     result = report.as_dict()
     if as_json:
         typer.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
