@@ -20,6 +20,7 @@ from faultgraph.service.cluster import Cluster
 from faultgraph.service.config import Settings
 from faultgraph.service.events import views as events_views
 from faultgraph.service.events.models import events
+from faultgraph.service.flight_recorder import views as flight_recorder_views
 from faultgraph.service.incidents import views as incidents_views
 from faultgraph.service.incidents.flows import IncidentRunner
 from faultgraph.service.jobs import views as jobs_views
@@ -102,6 +103,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app.include_router(jobs_views.router)
     app.include_router(stats_views.router)
     app.include_router(logs_views.router)
+    app.include_router(flight_recorder_views.router)
     metrics.install(app, metrics.Metrics())
     app.mount("/ui", StaticFiles(directory=WEB_DIR, html=True), name="ui")
 
