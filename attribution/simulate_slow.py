@@ -24,6 +24,7 @@ long as its slowest rank's compute plus communication, and every other rank wait
 """
 
 import random
+from statistics import median
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -66,10 +67,12 @@ def _event(t: datetime, host: str, kind: str, attrs: dict, **envelope: Any) -> d
             "event": {"time": iso(t), "host": host, "kind": kind, "attrs": attrs, **envelope}}
 
 
-def _steps(job: _Job, end: datetime) -> list[dict]:
-    """Per-rank `train_step` events, a `checkpoint_save` at each checkpoint step."""
+def _steps(job: _Job, end: datetime) -> tuple[list[dict], list[tuple[datetime, float]]]:
+    """Per-rank `train_step` events, a `checkpoint_save` at each checkpoint step; and the
+    job's ordinary steps (no warm-up, evaluation or checkpoint) as (start, period s)."""
     rng, ranks = job.rng, len(job.hosts) * GPUS
     out: list[dict] = []
+    ordinary: list[tuple[datetime, float]] = []
     t, step, next_save = job.start, 0, job.start + CHECKPOINT_EVERY
     comm = job.step_s - job.compute_s
     while t < end:
@@ -89,6 +92,8 @@ def _steps(job: _Job, end: datetime) -> list[dict]:
         saving = t >= next_save
         duration = (max(compute) + comm * (1 + rng.gauss(0, job.jitter))) * warm * long + (45.0 if saving else 0.0)
         period = duration + max(extra)
+        if warm == long == 1.0 and not saving:
+            ordinary.append((t, period))
         t += timedelta(seconds=period)
         for rank in range(ranks):
             # Every rank's step lasts the period; what it spent blocked in collectives
@@ -100,7 +105,14 @@ def _steps(job: _Job, end: datetime) -> list[dict]:
         if saving:
             out.append(_event(t, job.hosts[0], "checkpoint_save", {"step": step, "duration_s": 45.0}, job=job.id))
             next_save = t + CHECKPOINT_EVERY
-    return out
+    return out, ordinary
+
+
+def _slowdown(ordinary: list[tuple[datetime, float]], onset: datetime, end: datetime) -> float:
+    """The fraction of speed the job really lost: median step before the onset against inside."""
+    before = [p for t, p in ordinary if onset - timedelta(minutes=15) <= t < onset]
+    during = [p for t, p in ordinary if onset <= t < end]
+    return round(1 - median(before) / median(during), 4)
 
 
 def _gpu_perf(t: datetime, host: str, gpu: int, clock: float, throttle: list[str], power: float) -> dict:
@@ -154,15 +166,9 @@ def _inject(family: str, job: _Job, onset: datetime, end: datetime, topology: di
                 t += timedelta(minutes=rng.uniform(1, 3))
     else:
         raise ValueError(f"unknown fail-slow family {family!r}")
-    # The job-level slowdown this makes, as the fraction of speed lost (for the truth).
-    if family == "flaky_nic":
-        slowdown = (extra) / (job.step_s + extra)
-    else:
-        added = job.compute_s * factor
-        slowdown = added / (job.step_s + added)
     truth = {"mechanism": family, "job": job.id, "time": iso(onset), "onset": iso(onset),
              "end": iso(end), "root_component": root, "cause": cause, "category": category_of(cause),
-             "slowdown": round(slowdown, 4), "decoys": decoys}
+             "decoys": decoys}
     return truth, records
 
 
@@ -196,7 +202,10 @@ def scenario_set(per_family: int = 3, *, seed: int = 0, minutes: int = 75, famil
             fault, health = _inject(family, job, onset, recovered, topology)
             truth.append({"id": f"s{index:04d}", **fault, "end": iso(recovered) if recovered < end else None})
             records += health
-        records += _steps(job, end)
+        steps, ordinary = _steps(job, end)
+        records += steps
+        if family != "healthy":
+            truth[-1]["slowdown"] = _slowdown(ordinary, onset, recovered)
         records.append(_event(end, job.hosts[0], "job_end", {"reason": "completed"}, job=job.id))
         jobs.append(job.body)
     records.sort(key=lambda r: (r["time"], r["host"]))
