@@ -44,7 +44,7 @@ def row_to_incident(row: sa.Row) -> dict:
         "notes": store.json_value(row.notes),
         "topology_version": row.topology_version,
         "type": row.type,
-        "slowdown": row.slowdown,
+        "slowdown": round(row.slowdown, 4) if row.slowdown is not None else None,  # a REAL column on DuckDB
     }
 
 
