@@ -113,3 +113,35 @@ def parse(line: str, *, host: str | None, time: datetime, source: str | None = N
         if value is not None:
             attrs[name] = value
     return {**base, "kind": "train_step", "severity": "info", "attrs": attrs}
+
+
+class LossWatch:
+    """Loss spikes in one job's progress lines: a loss far above the recent median.
+
+    Stateful, so the agent keeps one per followed source. A spike is a loss at least
+    `factor` × the median of the last `window` losses and `z` robust standard deviations
+    above it; the spike's own value does not enter the baseline.
+    """
+
+    def __init__(self, *, window: int = 50, factor: float = 1.5, z: float = 6.0, min_history: int = 20) -> None:
+        self.window, self.factor, self.z, self.min_history = window, factor, z, min_history
+        self._losses: list[float] = []
+
+    def add(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """Feed a parsed `train_step`; returns a `train_anomaly` event for a spike, else None."""
+        attrs = event.get("attrs") or {}
+        loss = attrs.get("loss")
+        if event.get("kind") != "train_step" or not isinstance(loss, float) or _bad(loss):
+            return None
+        history = sorted(self._losses)
+        spike = None
+        if len(history) >= self.min_history:
+            middle = history[len(history) // 2]
+            spread = 1.4826 * sorted(abs(x - middle) for x in history)[len(history) // 2]
+            if loss >= self.factor * middle and loss >= middle + self.z * spread:
+                spike = {**event, "kind": "train_anomaly", "severity": "error",
+                         "attrs": {"type": "loss_spike", "step": attrs["step"], "value": loss, "baseline": middle,
+                                   "framework": attrs.get("framework")}}
+        if spike is None:
+            self._losses = (self._losses + [loss])[-self.window:]
+        return spike

@@ -39,3 +39,16 @@ def test_other_lines_are_not_progress():
     assert progress.read("NCCL INFO comm 0x1 rank 0 nranks 8 cudaDev 0 busId 18000 - Init COMPLETE") is None
     assert progress.read("the iteration count is 5 | not megatron") is None
     assert parse_line("{'eval_loss': 0.5, 'epoch': 1.0}", host="h", received=AT) is None
+
+
+def test_a_loss_spike_after_steady_losses_is_an_anomaly_once():
+    watch = progress.LossWatch()
+    megatron = next(c["line"] for c in LINES if c["framework"] == "megatron")
+    base = parse_line(megatron, host="node0007", received=AT)
+    losses = [2.50, 2.49, 2.56, 2.48, 2.51, 2.47, 2.53, 2.50, 2.46, 2.52] * 3
+    for step, loss in enumerate(losses, start=1):
+        assert watch.add({**base, "attrs": {**base["attrs"], "step": step, "loss": loss}}) is None
+    spike = watch.add({**base, "attrs": {**base["attrs"], "step": 31, "loss": 9.1}})
+    assert spike["kind"] == "train_anomaly" and spike["attrs"]["type"] == "loss_spike"
+    assert spike["attrs"]["step"] == 31 and spike["attrs"]["baseline"] == pytest.approx(2.5, abs=0.02)
+    assert watch.add({**base, "attrs": {**base["attrs"], "step": 32, "loss": 2.6}}) is None  # the spike left no trace

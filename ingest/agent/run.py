@@ -27,6 +27,7 @@ from faultgraph.ingest.agent.lines import Line, Source, event_id
 from faultgraph.ingest.agent.spool import Spool
 from faultgraph.ingest.agent.tail import FileSources
 from faultgraph.ingest.parse import parse_line
+from faultgraph.ingest.progress import LossWatch
 
 log = logging.getLogger("faultgraph.agent")
 
@@ -122,6 +123,7 @@ class Agent:
             thresholds = load_thresholds(Path(config.health_thresholds) if config.health_thresholds else None)
             self.health = HealthCollector(HealthWatch(config.host, thresholds), dcgm_url=config.dcgm_url)
         self._health_at = 0.0
+        self._losses: dict[str, LossWatch] = {}  # source → its job's recent losses
 
     def sources(self) -> list[Source]:
         found: list[Source] = list(self.files.refresh())
@@ -166,6 +168,9 @@ class Agent:
             if event is not None:
                 event["id"] = event_id(host=self.config.host, line=line)
                 emitted += coalescer.add(event, now=now)
+                spike = self._losses.setdefault(name, LossWatch()).add(event)  # ingest/progress.py
+                if spike is not None:
+                    emitted += coalescer.add({**spike, "id": event["id"] + ":loss_spike"}, now=now)
                 self._held_since.setdefault(name, now)
             self._last[name] = line.resume
             if not coalescer:
