@@ -4,7 +4,7 @@ Megatron-LM and NeMo print the step's elapsed time, so a line alone is a `train_
 torchtitan and the Hugging Face Trainer print loss and throughput but no step time, so
 their lines yield only anomalies. A NaN or infinite loss or gradient norm is a
 `train_anomaly` (`nan` for the loss, `grad_norm` for the norm). `parse_line` calls `parse`
-first; it is cheap on every other line (one substring test per framework).
+first; it is cheap on every other line (one substring test, `loss`).
 Real examples with their sources: tests/data/progress_lines.jsonl.
 """
 
@@ -83,6 +83,8 @@ _READERS = (("train_step_timing", _nemo), (" iteration ", _megatron), ("- INFO -
 
 def read(line: str) -> Progress | None:
     """The progress a line reports, or None for any other line."""
+    if "loss" not in line:  # every framework's progress line prints one (Megatron: `loss scale` at least)
+        return None
     for marker, reader in _READERS:
         if marker in line:
             found = reader(line)
