@@ -255,7 +255,32 @@ def score(found: list[dict], truth: list[dict]) -> dict:
     return {"families": rows, "unmatched_degradations": len(extra)}
 
 
-def detection_minutes(scenario: Scenario, *, horizon: int = 20) -> dict[str, list[float | None]]:
+def _series(seen: list[tuple[dict, datetime]]) -> list:
+    """The job-level series the service folds: mean duration over the ranks, by step."""
+    from faultgraph.attribution.stragglers import Sample
+
+    sums: dict[int, list[float]] = {}
+    last: dict[int, datetime] = {}
+    for event, t in seen:
+        step = event["attrs"]["step"]
+        sums.setdefault(step, []).append(event["attrs"]["duration_ms"])
+        last[step] = max(t, last.get(step, t))
+    return [Sample(step, last[step], sum(v) / len(v)) for step, v in sorted(sums.items())]
+
+
+def _rank_means(seen: list[tuple[dict, datetime]], placement: Any, low: datetime, high: datetime) -> dict:
+    """Per rank, mean duration, compute and wait over (low, high], as the service's SQL reads them."""
+    from faultgraph.attribution.stragglers import RankTiming
+
+    acc: dict[int, list[dict]] = {}
+    for event, t in seen:
+        if low <= t <= high:
+            acc.setdefault(event["rank"], []).append(event["attrs"])
+    return {rank: RankTiming(rank, placement.host_of(rank), *(sum(a[k] for a in v) / len(v)
+                             for k in ("duration_ms", "compute_ms", "wait_ms"))) for rank, v in acc.items()}
+
+
+def detection_minutes(scenario: Scenario, *, horizon: int = 20) -> dict[str, list[int | None]]:
     """Per family, how many minutes of event time after each onset the detector first names
     the right culprit, feeding it only what had arrived by then (None: not within `horizon`).
 
@@ -264,7 +289,7 @@ def detection_minutes(scenario: Scenario, *, horizon: int = 20) -> dict[str, lis
     """
     from faultgraph.attribution.placement import Placement
     from faultgraph.attribution.resolve import Resolver
-    from faultgraph.attribution.stragglers import RankTiming, Sample, episodes, localise, windows
+    from faultgraph.attribution.stragglers import episodes, localise, windows
     from faultgraph.attribution.topology import Topology
 
     topology = Topology.from_dict(scenario.topology)
@@ -272,41 +297,27 @@ def detection_minutes(scenario: Scenario, *, horizon: int = 20) -> dict[str, lis
     by_job: dict[str, list[dict]] = {}
     for record in scenario.records:
         by_job.setdefault(record["event"].get("job") or "", []).append(record["event"])
-    found: dict[str, list[float | None]] = {}
+    found: dict[str, list[int | None]] = {}
     for fault in scenario.truth:
         if fault["mechanism"] == "healthy":
             continue
         body = next(j for j in scenario.jobs if j["id"] == fault["job"])
         placement, onset = Placement.from_job(body), _time(fault["onset"])
         steps = [(e, _time(e["time"])) for e in by_job[fault["job"]] if e["kind"] == "train_step"]
-        reports = [e for e in by_job[""] if e["kind"] in ("gpu_perf", "pcie_link", "nic_error") and e["host"] in body["hosts"]]
+        reports = [e for e in by_job.get("", []) if e["kind"] in ("gpu_perf", "pcie_link", "nic_error") and e["host"] in body["hosts"]]
         health = [{**e, "id": f"h{i}", "time": _time(e["time"]),
                    "component": e.get("component") or resolver.resolve(e, placement) or e["host"]} for i, e in enumerate(reports)]
         when = None
         for minute in range(1, horizon + 1):
             now = onset + timedelta(minutes=minute)
             seen = [(e, t) for e, t in steps if t <= now]
-            sums: dict[int, list[float]] = {}
-            last: dict[int, datetime] = {}
-            for e, t in seen:
-                sums.setdefault(e["attrs"]["step"], []).append(e["attrs"]["duration_ms"])
-                last[e["attrs"]["step"]] = max(t, last.get(e["attrs"]["step"], t))
-            samples = [Sample(s, last[s], sum(v) / len(v)) for s, v in sorted(sums.items())]
+            samples = _series(seen)
             hits = [ep for ep in episodes(samples) if abs(ep.onset - onset) <= MATCH]
             spans = windows(samples, hits[0]) if hits else None
             if spans is None:
                 continue
-
-            def mean(low: datetime, high: datetime) -> dict[int, RankTiming]:
-                acc: dict[int, list[dict]] = {}
-                for e, t in seen:
-                    if low <= t <= high:
-                        acc.setdefault(e["rank"], []).append(e["attrs"])
-                return {r: RankTiming(r, placement.host_of(r), *(sum(a[k] for a in v) / len(v)
-                                      for k in ("duration_ms", "compute_ms", "wait_ms"))) for r, v in acc.items()}
-
-            verdict = localise(mean(*spans[0]), mean(*spans[1]), placement, topology,
-                               [h for h in health if h["time"] <= now], hits[0])
+            verdict = localise(_rank_means(seen, placement, *spans[0]), _rank_means(seen, placement, *spans[1]),
+                               placement, topology, [h for h in health if h["time"] <= now], hits[0])
             if verdict.component == fault["root_component"]:
                 when = minute
                 break

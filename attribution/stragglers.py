@@ -170,9 +170,9 @@ def _episode(samples: list[Sample], segment: dict, baseline: float, end_index: i
                    last=samples[segment["last"]].time, baseline_ms=exp(baseline), slow_ms=exp(slow))
 
 
-def gpu_hours_wasted(episode: Episode, gpus: int, now: datetime) -> float:
-    """GPU time that produced nothing: GPUs × the episode's length × the fraction of speed lost."""
-    end = episode.end or max(episode.last, min(now, episode.last + (episode.last - episode.onset)))
+def gpu_hours_wasted(episode: Episode, gpus: int) -> float:
+    """GPU time that produced nothing: GPUs × the episode's length so far × the fraction of speed lost."""
+    end = episode.end or episode.last
     return gpus * max(0.0, (end - episode.onset).total_seconds()) / 3600 * episode.slowdown
 
 

@@ -79,3 +79,30 @@ def test_nvidia_smi_csv_fallback():
 def test_a_dead_exporter_and_missing_tools_cost_nothing():
     collector = health.HealthCollector(watch(), dcgm_url="http://127.0.0.1:9/metrics", timeout_s=0.5)
     assert isinstance(collector.poll(AT), list)
+
+
+def test_the_collector_scrapes_a_real_exporter_endpoint_over_http():
+    import http.server
+    import threading
+
+    text = (DATA / "dcgm_exporter_metrics.txt").read_bytes()
+
+    class Exporter(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("content-type", "text/plain; version=0.0.4")
+            self.end_headers()
+            self.wfile.write(text)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Exporter)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        collector = health.HealthCollector(watch(), dcgm_url=f"http://127.0.0.1:{server.server_port}/metrics")
+        first = [e for e in collector.poll(AT) if e["kind"] == "gpu_perf"]
+        assert [(e["attrs"]["gpu"], e["attrs"]["throttle"]) for e in first] == [(0, ["hw_thermal", "sw_thermal"])]
+        assert [e for e in collector.poll(AT + timedelta(seconds=10)) if e["kind"] == "gpu_perf"] == []
+    finally:
+        server.shutdown()

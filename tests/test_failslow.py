@@ -70,3 +70,9 @@ def test_a_sustained_slowdown_is_one_episode_that_ends_when_speed_returns():
     [episode] = stragglers.episodes(_samples([(8, 20_000.0), (150, 10_000.0), (80, 12_500.0), (150, 10_000.0)]))
     assert 155 <= episode.onset_step <= 165 and episode.end_step is not None and 235 <= episode.end_step <= 245
     assert abs(episode.slowdown - 0.2) < 0.03
+
+
+def test_culprits_are_named_within_minutes_of_onset_in_event_time():
+    scenario = simulate_slow.scenario_set(1, seed=3, minutes=60, families=("gpu_throttle_silent", "slow_host", "pcie_degraded"))
+    minutes = simulate_slow.detection_minutes(scenario, horizon=15)
+    assert all(m is not None and m <= 15 for found in minutes.values() for m in found), minutes

@@ -143,7 +143,7 @@ def _values(episode: Episode, verdict: Verdict | None, stored: sa.Row | None, jo
         "last": store.to_db_time(episode.end or episode.last),
         "planned": False,
         "gpus": placement.world_size,
-        "gpu_hours_lost": round(gpu_hours_wasted(episode, placement.world_size, episode.last), 3),
+        "gpu_hours_lost": round(gpu_hours_wasted(episode, placement.world_size), 3),
         "failed_at": store.to_db_time(episode.onset),
         "interruption_end": store.to_db_time(episode.end) if episode.end else None,
     }
