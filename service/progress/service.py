@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from faultgraph.attribution.stragglers import RankTiming, Sample
+from faultgraph.attribution.stragglers import MAX_SAMPLES, RankTiming, Sample
 from faultgraph.service import store
 from faultgraph.service.events.models import events
 from faultgraph.service.progress.models import train_progress
@@ -34,15 +34,17 @@ def fold(conn: Connection, *, after_seq: int, up_to_seq: int) -> list[str]:
 
 
 def series(conn: Connection, *, job: str) -> list[Sample]:
-    """A job's step series: mean step duration over the ranks that reported it, by step."""
+    """A job's latest `MAX_SAMPLES` steps: mean duration over the ranks that reported each."""
     query = (
         sa.select(train_progress.c.step, sa.func.max(train_progress.c.time),
                   sa.func.sum(train_progress.c.duration_ms) / sa.func.sum(train_progress.c.reports))
         .where(train_progress.c.job == job)
         .group_by(train_progress.c.step)
-        .order_by(train_progress.c.step)
+        .order_by(train_progress.c.step.desc())
+        .limit(MAX_SAMPLES)
     )
-    return [Sample(step=int(s), time=t.replace(tzinfo=UTC), ms=float(ms)) for s, t, ms in conn.execute(query)]
+    rows = conn.execute(query).all()
+    return [Sample(step=int(s), time=t.replace(tzinfo=UTC), ms=float(ms)) for s, t, ms in reversed(rows)]
 
 
 def rank_timing(conn: Connection, *, job: str, low: datetime, high: datetime) -> dict[int, RankTiming]:
