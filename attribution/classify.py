@@ -84,6 +84,10 @@ def classify(event: dict) -> Signal:
         return Signal("evidence" if lost else "ignore", "unknown", 0.5 if lost else 0.0, False)
     if kind == "train_anomaly":
         return Signal("fault", "silent_data_corruption", 0.8, True)
+    if kind == "flight_recorder":  # a rank out of step: weighed as sequence lag is (evidence.sequence_lag)
+        return Signal("evidence", "software_bug", 0.9 * float(attrs.get("share") or 1.0), False)
+    if kind == "train_step":
+        return Signal("ignore", "unknown", 0.0, False)
 
     entry = None
     if kind == "gpu_xid" and isinstance(attrs.get("xid"), int):

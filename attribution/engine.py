@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from itertools import pairwise
 from typing import Protocol
 
-from faultgraph.attribution import clock, evidence, pricing, racks
+from faultgraph.attribution import clock, evidence, pricing, racks, rollback
 from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.classify import SEVERITY_WEIGHT, classify
 from faultgraph.attribution.evidence import Item, Vote
@@ -446,6 +446,8 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
     draft.action = _action(root, cause, draft, cluster, placement, cost)
     if cost is not None:
         draft.action["cost"] = cost
+    if anomalies and cause == "silent_data_corruption":  # name the checkpoint and the data steps to skip
+        draft.action = rollback.plan(draft.job, anomalies, lifecycle)
     explanation = _explain(draft, root, cause, cited, draft.action)
     if confidence < LOW_CONFIDENCE:
         explanation += " " + _would_settle(draft, ranked, placement)

@@ -813,7 +813,7 @@ def _startup(b: _Builder, job: _Job, t: datetime) -> None:
 
 def _run_records(b: _Builder, job: _Job, end: datetime) -> None:
     """Per run: `checkpoint_save` events every interval, as the trainer posts them, and
-    Megatron's progress line every five minutes from the last rank (text no rule takes)."""
+    Megatron's progress line every five minutes from the last rank (a job-level train_step)."""
     last = job.placement.world_size - 1
     host = job.placement.host_of(last)
     every = timedelta(minutes=5)
@@ -834,7 +834,7 @@ def _run_records(b: _Builder, job: _Job, end: datetime) -> None:
                     f"global batch size:  2048 | lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: "
                     f"{b.rng.uniform(0.2, 0.6):.3f} | number of skipped iterations:   0 | "
                     "number of nan iterations:   0 |")
-            b.log(at, host, "train", line, None)
+            b.log(at, host, "train", line, _expect("train_step", step=step))  # ingest/progress.py reads it
             at += every
 
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
-from faultgraph.ingest import catalogue
+from faultgraph.ingest import catalogue, progress
 from faultgraph.ingest.prefixes import Prefixed, has_prefix, strip_prefix
 from faultgraph.ingest.timestamps import as_utc, split_timestamp
 
@@ -53,6 +53,8 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
     if not isinstance(line, str):
         raise ValueError(f"a log line must be a str, not {type(line).__name__}")
     line = line.rstrip("\r\n")
+    if (step := progress.parse(line, host=host, time=as_utc(received) if received else datetime.now(UTC), source=source)):
+        return step  # training progress lines (ingest/progress.py)
     words = line.encode("utf-8", "surrogatepass").translate(_WORD_BYTES).split()
     if _KEYWORDS.isdisjoint(words):
         return None

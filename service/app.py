@@ -23,6 +23,7 @@ from faultgraph.service.diagnose import views as diagnose_views
 from faultgraph.service.events import views as events_views
 from faultgraph.service.events.models import events
 from faultgraph.service.fleet import views as fleet_views
+from faultgraph.service.flight_recorder import views as flight_recorder_views
 from faultgraph.service.incidents import views as incidents_views
 from faultgraph.service.incidents.flows import IncidentRunner
 from faultgraph.service.inventory import views as inventory_views
@@ -122,6 +123,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app.include_router(inventory_views.router)
     app.include_router(fleet_views.router)
     app.include_router(remediation_views.router)
+    app.include_router(flight_recorder_views.router)
     metrics.install(app, metrics.Metrics())
     app.mount("/ui", StaticFiles(directory=WEB_DIR, html=True), name="ui")
 

@@ -283,13 +283,16 @@ def simulate(
     families: Annotated[str, typer.Option(help="classic (the original mechanisms) or hard (postmortem families, skewed clocks, months 1–9, benign noise).")] = "classic",
     layout: Annotated[str, typer.Option(help="rail-optimized (DGX H100-style) or gb200-nvl72 (racks of 18 trays; see --racks).")] = "rail-optimized",
     racks: Annotated[int, typer.Option(help="GB200 NVL72 racks (--layout gb200-nvl72).")] = 4,
+    failslow: Annotated[int | None, typer.Option(help="Write fail-slow jobs instead: this many per family (attribution/simulate_slow.py).")] = None,
 ) -> None:
     """Write a simulated scenario set: log lines and events with injected faults and their ground truth."""
     from faultgraph.attribution import simulate as sim
+    from faultgraph.attribution import simulate_slow
 
     try:
-        scenario = _nvl72_scenario(layout, faults, seed, racks) or (
-            sim.storm(seed=seed, hosts=hosts) if storm else _scenario(families, faults, seed, hosts))
+        scenario = (simulate_slow.scenario_set(failslow, seed=seed) if failslow else
+                    _nvl72_scenario(layout, faults, seed, racks) or (
+                        sim.storm(seed=seed, hosts=hosts) if storm else _scenario(families, faults, seed, hosts)))
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     scenario.save(out)
@@ -476,6 +479,7 @@ def evaluate(
     hosts: Annotated[int, typer.Option(help="Hosts of the generated cluster.")] = 128,
     seed: Annotated[int, typer.Option(help="Seed of the generated scenario.")] = 0,
     families: Annotated[str, typer.Option(help="Generated scenario: classic or hard (see `faultgraph simulate --help`).")] = "classic",
+    failslow: Annotated[int | None, typer.Option(help="Generate fail-slow jobs instead: this many per family.")] = None,
     url: Annotated[str | None, typer.Option(help="A running service to replay into (it should be empty); default: a throwaway server.", envvar="FAULTGRAPH_URL")] = None,
     token: TokenOption = None,
     as_json: JsonOption = False,
@@ -490,25 +494,32 @@ def evaluate(
     from rich.table import Table
 
     from faultgraph.attribution import simulate as sim
+    from faultgraph.attribution import simulate_slow
     from faultgraph.service import evaluate as ev
 
     try:
-        generated = None if scenario else _nvl72_scenario(layout, faults, seed, racks)
+        generated = None if scenario or failslow else _nvl72_scenario(layout, faults, seed, racks)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    loaded = sim.Scenario.load(scenario) if scenario else generated or _scenario(families, faults, seed, hosts)
+    loaded = (sim.Scenario.load(scenario) if scenario else simulate_slow.scenario_set(failslow, seed=seed) if failslow
+              else generated or _scenario(families, faults, seed, hosts))
+    slow = bool(loaded.truth) and all(f["mechanism"] in simulate_slow.FAMILIES for f in loaded.truth)
 
-    def run(base: str) -> ev.Report:
+    def run(base: str) -> ev.Report | dict:
         with client.http_client(base, token=token, timeout=600) as http, Progress(transient=True) as progress:
             task = progress.add_task("replaying", total=len(loaded.records))
             ev.replay(http, loaded, progress=lambda n: progress.advance(task, n))
-            return ev.score(ev.incidents(http), loaded.truth)
+            found = ev.incidents(http)
+            return simulate_slow.score(found, loaded.truth) if slow else ev.score(found, loaded.truth)
 
     if url:
         report = run(url)
     else:
         with tempfile.TemporaryDirectory() as tmp, ev.throwaway_server(Path(tmp)) as base:
             report = run(base)
+    if slow:  # fail-slow families: their own table
+        typer.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+        return
     result = report.as_dict()
     if as_json:
         typer.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())

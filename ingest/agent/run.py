@@ -21,10 +21,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from faultgraph.ingest.agent.client import Sender, tls_context
 from faultgraph.ingest.agent.coalesce import VOLATILE_ATTRS, Coalescer
+from faultgraph.ingest.agent.health import HealthCollector, HealthWatch, load_thresholds
 from faultgraph.ingest.agent.kmsg import open_kernel_log
 from faultgraph.ingest.agent.lines import Line, Source, event_id
 from faultgraph.ingest.agent.spool import Spool
 from faultgraph.ingest.agent.tail import FileSources
+from faultgraph.ingest.progress import LossWatch
 from faultgraph.ingest.records import Record, RecordGrouper
 
 log = logging.getLogger("faultgraph.agent")
@@ -61,6 +63,9 @@ class AgentConfig:
     read_chunk_bytes: int = 1 << 20
     heartbeat_interval_s: float = 15.0  # host_heartbeat ok this often (0: none); the service's timeout is 60 s
     report_interval_s: float = 60.0  # how often a line of counts is logged (when anything moved)
+    health_interval_s: float = 0.0  # GPU/link health every this often (0: off); ingest/agent/health.py
+    dcgm_url: str | None = "http://127.0.0.1:9400/metrics"  # dcgm-exporter; nvidia-smi and lspci without it
+    health_thresholds: Path | None = None  # default: ingest/agent/health.toml
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
@@ -69,8 +74,8 @@ class AgentConfig:
                 setattr(self, name, Path(getattr(self, name)))
         if self.read_from not in ("end", "beginning"):
             raise ValueError(f"read_from must be 'end' or 'beginning', not {self.read_from!r}")
-        if not self.files and not self.kmsg:
-            raise ValueError("nothing to follow: give --file GLOB and/or --kmsg")
+        if not self.files and not self.kmsg and not self.health_interval_s:
+            raise ValueError("nothing to follow: give --file GLOB and/or --kmsg (or health_interval_s)")
         try:
             ZoneInfo(self.zone)
         except (ZoneInfoNotFoundError, ValueError):
@@ -125,6 +130,12 @@ class Agent:
         self._paused = False
         self._counts = {"lines": 0, "events": 0}
         self._reported = (time.monotonic(), 0)  # when, and the sender's delivered count then
+        self.health: HealthCollector | None = None
+        if config.health_interval_s > 0:
+            thresholds = load_thresholds(Path(config.health_thresholds) if config.health_thresholds else None)
+            self.health = HealthCollector(HealthWatch(config.host, thresholds), dcgm_url=config.dcgm_url)
+        self._health_at = 0.0
+        self._losses: dict[str, LossWatch] = {}  # source → its job's recent losses
 
     def sources(self) -> list[Source]:
         found: list[Source] = list(self.files.refresh())
@@ -149,6 +160,9 @@ class Agent:
             lines, at_end = source.read(self.config.read_chunk_bytes)
             more |= not at_end
             emitted += self._take(source, lines, at_end, now)
+        if self.health is not None and now - self._health_at >= self.config.health_interval_s:
+            self._health_at = now
+            emitted += self.health.poll()  # changes and threshold crossings only
         if emitted or (self._safe != self.committed and now - self._committed_at >= self.config.checkpoint_interval_s):
             self._commit(emitted)
         return more
@@ -190,9 +204,14 @@ class Agent:
         """A record's event, if any, into its source's storm groups; its id from its first line."""
         if record.event is None:
             return []
-        record.event["id"] = event_id(host=self.config.host, line=record.tags[0])
+        event = record.event
+        event["id"] = event_id(host=self.config.host, line=record.tags[0])
         self._held_since.setdefault(name, now)
-        return coalescer.add(record.event, now=now)
+        emitted = coalescer.add(event, now=now)
+        spike = self._losses.setdefault(name, LossWatch()).add(event)  # ingest/progress.py
+        if spike is not None:
+            emitted += coalescer.add({**spike, "id": event["id"] + ":loss_spike"}, now=now)
+        return emitted
 
     def _commit(self, emitted: list[dict]) -> None:
         changed = {name: state for name, state in self._safe.items() if self.committed.get(name) != state}

@@ -186,6 +186,17 @@ class PcieLinkAttrs(_Attrs):
     max_speed_gts: NotRequired[Annotated[float, Field(ge=0, le=1024, allow_inf_nan=False)]]
 
 
+class FlightRecorderAttrs(_Attrs):
+    """A rank the NCCL flight recorder shows out of step (POST /v1/flight-recorder writes these)."""
+
+    pg: Name
+    seq: Count
+    op: Name
+    reason: Literal["never_entered", "op_mismatch", "size_mismatch"]
+    missing_ranks: NotRequired[list[Annotated[int, Field(ge=0)]]]
+    share: NotRequired[Annotated[float, Field(gt=0, le=1)]]
+
+
 ComponentStateName = Literal["healthy", "suspect", "faulty", "drained", "in_repair", "retired"]
 COMPONENT_STATES: tuple[str, ...] = ComponentStateName.__args__
 
@@ -235,6 +246,7 @@ KINDS: dict[str, tuple[type, str]] = {
     "gpu_perf": (GpuPerfAttrs, "info"),
     "pcie_link": (PcieLinkAttrs, "warning"),
     "component_state": (ComponentStateAttrs, "info"),
+    "flight_recorder": (FlightRecorderAttrs, "error"),
     "audit": (AuditAttrs, "info"),
 }
 

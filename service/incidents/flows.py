@@ -31,6 +31,7 @@ from sqlalchemy.engine import Connection, Engine
 from faultgraph.attribution.engine import GAP, LONG_GAP, LOOKBACK, Cluster, Draft, analyse
 from faultgraph.service import store
 from faultgraph.service.events.models import events
+from faultgraph.service.incidents import degradations
 from faultgraph.service.incidents.models import engine_state, incident_events, incidents
 from faultgraph.service.leader import ENGINE_LOCK
 
@@ -62,7 +63,7 @@ def _load_events(conn: Connection, low: datetime, high: datetime) -> list[dict]:
     query = (
         sa.select(events.c.id, events.c.time, events.c.host, events.c.kind, events.c.component,
                   events.c.severity, events.c.job, events.c.rank, events.c.attrs, events.c.message)
-        .where(events.c.time >= low, events.c.time <= high)
+        .where(events.c.time >= low, events.c.time <= high, events.c.kind != "train_step")  # progress: degradations.py
         .order_by(events.c.time, events.c.id)
     )
     loaded = []
@@ -80,7 +81,8 @@ def _load_events(conn: Connection, low: datetime, high: datetime) -> list[dict]:
 def _overlapping(conn: Connection, low: datetime, high: datetime) -> list[sa.Row]:
     """Stored incidents whose span comes within GAP of [low, high]."""
     return conn.execute(
-        sa.select(incidents).where(incidents.c.start <= high + GAP, incidents.c.last >= low - GAP)
+        sa.select(incidents).where(incidents.c.start <= high + GAP, incidents.c.last >= low - GAP,
+                                   incidents.c.type != "degradation")
         .order_by(incidents.c.number)
     ).fetchall()
 
@@ -183,6 +185,8 @@ def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
             drafts = [d for d in drafts if d.last >= low_utc - GAP and d.start <= high_utc + GAP]
             result |= reconcile(conn, drafts, _overlapping(conn, core_low, core_high),
                                 topology_version=getattr(cluster, "version", None))
+        for key, count in degradations.run(conn, cluster, up_to_seq=top).items():  # fail-slow, issue 15
+            result[key] += count
         _save_seq(conn, top)
         conn.commit()
         return result

@@ -45,6 +45,8 @@ incidents = sa.Table(
     sa.Column("clock_offsets", JSON),
     # The topology version the engine analysed it on (GET /v1/topology?version=N).
     sa.Column("topology_version", sa.Integer),
+    # A degradation carries the fraction of speed lost (service/incidents/degradations.py).
+    sa.Column("slowdown", sa.Float),
 )
 
 # Member and evidence events of each incident, for its timeline.

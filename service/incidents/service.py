@@ -45,6 +45,7 @@ def row_to_incident(row: sa.Row) -> dict:
         "notes": store.json_value(row.notes),
         "clock_offsets": store.json_value(row.clock_offsets) or {},
         "topology_version": row.topology_version,
+        "slowdown": round(row.slowdown, 4) if row.slowdown is not None else None,  # a REAL column on DuckDB
     }
 
 

@@ -278,6 +278,7 @@ def causes(conn: Connection, *, since: datetime | None, until: datetime | None, 
     tally = ledger(found)
     return {
         "since": format_time(since), "until": format_time(until), "job": job, **tally,
+        "degradations": degradations(conn, since=since, until=until, job=job),
         "notes": [
             "cause and category: on-call's confirmation where there is one, else the engine's",
             "gpu_hours_lost per interruption: GPUs of the job × (downtime from the failure to the "
@@ -285,6 +286,21 @@ def causes(conn: Connection, *, since: datetime | None, until: datetime | None, 
             "a missing restart counts no downtime, a missing save and start no rollback",
         ],
     }
+
+
+def degradations(conn: Connection, *, since: datetime | None, until: datetime | None, job: str | None) -> dict:
+    """Fail-slow episodes counted apart from interruptions: how many, by cause, and the GPU time they wasted."""
+    query = sa.select(incidents.c.cause, sa.func.count(), sa.func.sum(incidents.c.gpu_hours_lost)).where(
+        incidents.c.type == "degradation")
+    if since is not None:
+        query = query.where(incidents.c.failed_at >= store.to_db_time(since))
+    if until is not None:
+        query = query.where(incidents.c.failed_at < store.to_db_time(until))
+    if job is not None:
+        query = query.where(incidents.c.job == job)
+    rows = conn.execute(query.group_by(incidents.c.cause).order_by(incidents.c.cause)).all()
+    return {"count": sum(n for _, n, _ in rows), "gpu_hours_wasted": round(sum(h or 0.0 for _, _, h in rows), 3),
+            "by_cause": {cause: {"count": n, "gpu_hours_wasted": round(h or 0.0, 3)} for cause, n, h in rows}}
 
 
 def measured_save_minutes(conn: Connection) -> float | None:

@@ -125,7 +125,9 @@ async function drawLedger() {
     const causeRows = (ledger.causes || []).map((r) => ({ ...r, name: r.cause }));
     const categoryRows = (ledger.categories || []).map((r) => ({ ...r, name: r.category }));
     const colour = (r) => CATEGORY_COLOURS[r.category] || "#495057";
-    causes.replaceChildren(el("p", {}, `${ledger.unplanned} unplanned interruptions (${ledger.planned} planned, counted apart).`),
+    const slow = ledger.degradations;  // fail-slow episodes: jobs that ran on, slower
+    causes.replaceChildren(el("p", {}, `${ledger.unplanned} unplanned interruptions (${ledger.planned} planned, counted apart).` +
+      (slow ? ` ${slow.count} slowdowns wasted ${fmtNumber(slow.gpu_hours_wasted, 1)} GPU-hours (counted apart).` : "")),
       causeRows.length ? barChart(causeRows, { id: "cause-chart", colour }) : el("p", { class: "muted", text: "None." }));
     categories.replaceChildren(categoryRows.length ? barChart(categoryRows, { id: "category-chart", colour })
       : el("p", { class: "muted", text: "None." }));
@@ -170,7 +172,7 @@ async function main() {
   header("reliability");
   let incidents = [];
   try {
-    incidents = (await api("/v1/incidents?limit=1000")).incidents.filter((i) => !i.planned);
+    incidents = (await api("/v1/incidents?limit=1000")).incidents.filter((i) => !i.planned && i.type !== "degradation");
   } catch (error) {
     notAvailable(document.getElementById("interruptions"), "Incidents", error);
   }

@@ -1,0 +1,1 @@
+"""PyTorch NCCL flight recorder dumps: `POST /v1/flight-recorder`."""

@@ -1,0 +1,173 @@
+"""Degradation incidents (SPEC §5 `type: degradation`): the store side of fail-slow.
+
+The incident runner calls `run` once per pass, inside the pass's transaction and engine
+lock. It folds the `train_step` events committed since its last pass into the step
+series (`service/progress`), and for every job that reported: finds the episodes
+(`attribution/stragglers.episodes`), localises each new one from the per-rank timing of a
+window before and inside it plus the job hosts' health events, and keeps one incident per
+episode — opened at the onset, updated while it lasts, resolved when speed returns.
+An episode already stored with the same onset keeps its verdict: only its extent, slowdown
+and cost move, so a pass stays cheap on a 16,384-rank job.
+"""
+
+from datetime import UTC, datetime, timedelta
+
+import orjson
+import pyarrow as pa
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from faultgraph.attribution.engine import Cluster
+from faultgraph.attribution.placement import Placement
+from faultgraph.attribution.stragglers import Episode, Verdict, episodes, gpu_hours_wasted, localise, windows
+from faultgraph.service import store
+from faultgraph.service.events.models import events
+from faultgraph.service.incidents.models import engine_state, incident_events, incidents
+from faultgraph.service.progress import service as progress
+
+HEALTH_KINDS = ("gpu_perf", "pcie_link", "nic_error", "nic_link", "gpu_thermal")
+# Health reports this long before an onset can explain it (the agent posts on change).
+LOOKBACK = timedelta(minutes=15)
+# A stored episode within this of a found one's onset is the same episode.
+SAME = timedelta(minutes=15)
+STATE = "degradations"
+
+
+def _state(conn: Connection) -> int:
+    return conn.execute(sa.select(engine_state.c.last_seq).where(engine_state.c.name == STATE)).scalar() or 0
+
+
+def _save_state(conn: Connection, seq: int) -> None:
+    if conn.execute(engine_state.update().where(engine_state.c.name == STATE).values(last_seq=seq)).rowcount == 0:
+        conn.execute(engine_state.insert().values(name=STATE, last_seq=seq))
+
+
+def run(conn: Connection, cluster: Cluster, *, up_to_seq: int) -> dict[str, int]:
+    """Fold new progress and keep every reporting job's degradation incidents current."""
+    jobs = progress.fold(conn, after_seq=_state(conn), up_to_seq=up_to_seq)
+    result = {"opened": 0, "updated": 0, "removed": 0}
+    for job in jobs:
+        placement = cluster.placement(job)
+        if placement is not None:
+            for key, count in _job(conn, cluster, job, placement).items():
+                result[key] += count
+    _save_state(conn, up_to_seq)
+    return result
+
+
+def _job(conn: Connection, cluster: Cluster, job: str, placement: Placement) -> dict[str, int]:
+    samples = progress.series(conn, job=job)
+    found = episodes(samples)
+    stored = conn.execute(
+        sa.select(incidents).where(incidents.c.job == job, incidents.c.type == "degradation").order_by(incidents.c.number)
+    ).fetchall()
+    counts = {"opened": 0, "updated": 0, "removed": 0}
+    unmatched = list(stored)
+    for episode in found:
+        match = next((row for row in unmatched if abs(store.from_db_time(row.start) - episode.onset) <= SAME), None)
+        same_onset = match is not None and store.json_value(match.root_cause).get("onset_step") == episode.onset_step
+        if same_onset and store.json_value(match.root_cause).get("component"):
+            verdict = None  # keep the stored verdict
+        else:
+            verdict = _verdict(conn, cluster, job, placement, samples, episode)
+            if verdict is None:
+                continue
+        values = _values(episode, verdict, match, job, placement)
+        if match is not None:
+            unmatched.remove(match)
+            conn.execute(incidents.update().where(incidents.c.id == match.id).values(**values))
+            counts["updated"] += 1
+            incident_id = match.id
+        else:
+            number = (conn.execute(sa.select(sa.func.max(incidents.c.number))).scalar() or 0) + 1
+            incident_id = f"inc-{number:06d}"
+            conn.execute(incidents.insert().values(id=incident_id, number=number, status_set_by_oncall=False,
+                                                   confirmed=None, notes=[], **values))
+            counts["opened"] += 1
+        if verdict is not None:
+            conn.execute(incident_events.delete().where(incident_events.c.incident_id == incident_id))
+            store.append(conn, incident_events, pa.table({"incident_id": [incident_id] * len(verdict.evidence),
+                                                          "event_id": verdict.evidence}))
+    analysed_from = samples[0].time if samples else None
+    for row in unmatched:  # an episode the longer series no longer shows
+        if analysed_from and store.from_db_time(row.start) >= analysed_from and row.confirmed is None \
+                and not row.status_set_by_oncall:
+            conn.execute(incidents.delete().where(incidents.c.id == row.id))
+            conn.execute(incident_events.delete().where(incident_events.c.incident_id == row.id))
+            counts["removed"] += 1
+    return counts
+
+
+def _verdict(conn: Connection, cluster: Cluster, job: str, placement: Placement, samples: list, episode: Episode) -> Verdict | None:
+    """Localise an episode from the per-rank windows and the health reports around it."""
+    spans = windows(samples, episode)
+    if spans is None:
+        return None
+    before = progress.rank_timing(conn, job=job, low=spans[0][0], high=spans[0][1])
+    during = progress.rank_timing(conn, job=job, low=spans[1][0], high=spans[1][1])
+    return localise(before, during, placement, cluster.topology, _health(conn, cluster, placement, episode), episode)
+
+
+def _health(conn: Connection, cluster: Cluster, placement: Placement, episode: Episode) -> list[dict]:
+    """GPU, PCIe and NIC reports on the job's hosts around the episode, components resolved."""
+    hosts = set(placement.hosts())
+    low, high = episode.onset - LOOKBACK, (episode.end or episode.last) + timedelta(minutes=2)
+    query = (
+        sa.select(events.c.id, events.c.time, events.c.host, events.c.kind, events.c.component, events.c.attrs)
+        .where(events.c.kind.in_(HEALTH_KINDS), events.c.time >= store.to_db_time(low), events.c.time <= store.to_db_time(high))
+        .order_by(events.c.time, events.c.id)
+    )
+    found = []
+    for row in conn.execute(query):
+        if row.host not in hosts:
+            continue
+        attrs = orjson.loads(row.attrs) if isinstance(row.attrs, str | bytes) else (row.attrs or {})
+        event = {"id": row.id, "time": row.time.replace(tzinfo=UTC), "host": row.host, "kind": row.kind,
+                 "component": row.component, "attrs": attrs}
+        if not event["component"] or event["component"] == event["host"]:
+            event["component"] = cluster.resolve(event, placement) or event["host"]
+        found.append(event)
+    return found
+
+
+def _values(episode: Episode, verdict: Verdict | None, stored: sa.Row | None, job: str, placement: Placement) -> dict:
+    """The incident columns of an episode; a kept verdict is left as stored."""
+    values = {
+        "type": "degradation",
+        "slowdown": round(episode.slowdown, 4),
+        "scope": f"job:{job}",
+        "job": job,
+        "opened": store.to_db_time(episode.onset),
+        "updated": store.to_db_time(datetime.now(UTC)),
+        "start": store.to_db_time(episode.onset),
+        "last": store.to_db_time(episode.end or episode.last),
+        "planned": False,
+        "gpus": placement.world_size,
+        "gpu_hours_lost": round(gpu_hours_wasted(episode, placement.world_size), 3),
+        "failed_at": store.to_db_time(episode.onset),
+        "interruption_end": store.to_db_time(episode.end) if episode.end else None,
+    }
+    if verdict is not None:
+        values |= {
+            "symptoms": len(verdict.ranks),
+            "hosts": len({placement.host_of(rank) for rank in verdict.ranks}) or 1,
+            "root_cause": {"component": verdict.component, "kind": "train_step", "category": verdict.category,
+                           "cause": verdict.cause, "confidence": verdict.candidates[0]["score"] if verdict.candidates else 0.0,
+                           "evidence": verdict.evidence[:50], "explanation": verdict.explanation,
+                           "onset_step": episode.onset_step, "baseline_ms": round(episode.baseline_ms, 1),
+                           "slow_ms": round(episode.slow_ms, 1)},
+            "candidates": verdict.candidates,
+            "action": verdict.action,
+        }
+        confirmed = store.json_value(stored.confirmed) if stored is not None else None
+        values["cause"] = (confirmed or {}).get("cause") or verdict.cause
+        values["category"] = (confirmed or {}).get("category") or verdict.category
+    else:
+        root = dict(store.json_value(stored.root_cause))
+        root |= {"baseline_ms": round(episode.baseline_ms, 1), "slow_ms": round(episode.slow_ms, 1)}
+        values["root_cause"] = root
+    if stored is None or not stored.status_set_by_oncall:
+        values["status"] = "resolved" if episode.end else "open"
+        values["closed"] = values["interruption_end"]
+    return values
+

@@ -1,0 +1,78 @@
+"""Fail-slow end to end: simulated slow jobs replayed into a real server become one
+degradation incident each with the right culprit; healthy jobs none; loss spikes roll back."""
+
+from datetime import UTC, datetime, timedelta
+
+from faultgraph.attribution import simulate_slow, stragglers
+from faultgraph.service import evaluate
+
+
+def test_every_family_through_the_service(server):
+    scenario = simulate_slow.scenario_set(1, seed=11, minutes=60)
+    sent = evaluate.replay(server.client, scenario)
+    assert sent["accepted"] == sent["events"]
+    found = evaluate.incidents(server.client)
+    report = simulate_slow.score(found, scenario.truth)
+    families = report["families"]
+    assert families["healthy"]["spurious"] == 0 and report["unmatched_degradations"] == 0
+    slow = [name for name in families if name != "healthy"]
+    assert sum(families[n]["missed"] for n in slow) == 0
+    assert sum(families[n]["top1"] for n in slow) >= len(slow) - 1, report  # flaky NIC without counters may name the leaf
+    assert sum(families[n]["slowdown_x2"] for n in slow) == len(slow)
+    assert families["decoy_capped_gpu"]["decoy_blamed"] == 0
+    degraded = server.client.get("/v1/incidents", params={"type": "degradation"}).json()["incidents"]
+    assert {i["type"] for i in degraded} == {"degradation"} and len(degraded) == len(slow)
+    assert all(0 < i["slowdown"] < 1 and i["interruption"]["gpu_hours_lost"] > 0 for i in degraded)
+    assert server.client.get("/v1/incidents", params={"type": "interruption"}).json()["incidents"] == []
+    assert server.client.get("/v1/incidents", params={"type": "slow"}).status_code == 400
+    ledger = server.client.get("/v1/stats/causes").json()
+    assert ledger["degradations"]["count"] == len(slow) and ledger["degradations"]["gpu_hours_wasted"] > 0
+
+
+def test_a_loss_spike_rolls_back_to_the_last_checkpoint_before_it(server):
+    t0 = datetime(2026, 11, 29, 8, tzinfo=UTC)
+    job = {"id": "spiky", "start": t0.isoformat(), "gpus_per_host": 8, "hosts": ["node0000", "node0001"]}
+    assert server.client.post("/v1/jobs", json=job).status_code < 300
+    events = [
+        {"time": (t0 + timedelta(minutes=10)).isoformat(), "host": "node0000", "kind": "checkpoint_save", "job": "spiky", "attrs": {"step": 900}},
+        {"time": (t0 + timedelta(minutes=30)).isoformat(), "host": "node0000", "kind": "checkpoint_save", "job": "spiky", "attrs": {"step": 1000}},
+        {"time": (t0 + timedelta(minutes=34)).isoformat(), "host": "node0000", "kind": "train_anomaly", "job": "spiky",
+         "attrs": {"type": "loss_spike", "step": 1042, "value": 9.1, "baseline": 2.3}},
+        {"time": (t0 + timedelta(minutes=40)).isoformat(), "host": "node0000", "kind": "checkpoint_save", "job": "spiky", "attrs": {"step": 1100}},
+    ]
+    assert server.client.post("/v1/events", json=events).status_code < 300
+    server.client.post("/v1/analyze")
+    [incident] = server.client.get("/v1/incidents", params={"job": "spiky"}).json()["incidents"]
+    action = incident["action"]
+    assert action["kind"] == "rollback" and action["checkpoint"]["step"] == 1000
+    assert action["skip_steps"] == [1001, 1042 + 200] and "1001–1242" in action["detail"]
+
+
+def _samples(levels: list[tuple[int, float]], jitter: float = 0.02, seed: int = 0) -> list[stragglers.Sample]:
+    import random
+
+    rng, out, t, step = random.Random(seed), [], datetime(2026, 11, 29, tzinfo=UTC), 0
+    for count, ms in levels:
+        for _ in range(count):
+            step += 1
+            value = ms * (1 + rng.gauss(0, jitter)) * (5 if step % 100 == 0 else 1)  # an eval step every 100
+            t += timedelta(milliseconds=value)
+            out.append(stragglers.Sample(step, t, value))
+    return out
+
+
+def test_warmup_eval_steps_and_jitter_are_not_slowdowns():
+    warm = [(8, 20_000.0), (400, 10_000.0)]
+    assert stragglers.episodes(_samples(warm, jitter=0.04)) == []
+
+
+def test_a_sustained_slowdown_is_one_episode_that_ends_when_speed_returns():
+    [episode] = stragglers.episodes(_samples([(8, 20_000.0), (150, 10_000.0), (80, 12_500.0), (150, 10_000.0)]))
+    assert 155 <= episode.onset_step <= 165 and episode.end_step is not None and 235 <= episode.end_step <= 245
+    assert abs(episode.slowdown - 0.2) < 0.03
+
+
+def test_culprits_are_named_within_minutes_of_onset_in_event_time():
+    scenario = simulate_slow.scenario_set(1, seed=3, minutes=60, families=("gpu_throttle_silent", "slow_host", "pcie_degraded"))
+    minutes = simulate_slow.detection_minutes(scenario, horizon=15)
+    assert all(m is not None and m <= 15 for found in minutes.values() for m in found), minutes
