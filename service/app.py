@@ -58,6 +58,8 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             first_seq=store.max_value(engine, events.c.seq) + 1,
             max_queue=settings.writer_queue_batches,
             max_group_rows=settings.group_commit_rows,
+            convert=partial(events_views.convert_group, app.state),
+            on_quiet=lambda: app.state.runner.wake(),
         )
         lease = Lease(engine, on_gain=lambda: app.state.runner.wake())
         app.state.lease = lease
@@ -68,7 +70,9 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
                 cluster.refresh()
             return cluster
 
-        app.state.runner = IncidentRunner(engine, engine_view, leading=lambda: lease.held)
+        # The writer wakes the engine once ingest goes quiet (on_quiet); the interval is the
+        # backstop under a stream that never does, so a storm is not re-analysed mid-flight.
+        app.state.runner = IncidentRunner(engine, engine_view, leading=lambda: lease.held, interval=2.0)
         app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_env(), metrics=app.state.metrics,
                                              leading=lambda: lease.held)
 

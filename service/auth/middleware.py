@@ -37,7 +37,7 @@ class Authenticate:
             return
         authenticator: Authenticator = scope["app"].state.auth
         if authenticator.stale:
-            await run_in_threadpool(authenticator.reload)
+            await run_in_threadpool(authenticator.refresh)
         principal = authenticator.authenticate(bearer_token(Headers(scope=scope)))
         if principal is None:
             await UNAUTHENTICATED(scope, receive, send)

@@ -130,6 +130,13 @@ class Authenticator:
         with self._lock:
             self._snapshot = self._load()
 
+    def refresh(self) -> None:
+        """Reload if still stale once the lock is ours: of a storm's requests that all found
+        the copy stale, one reads the database and the rest wait for it."""
+        with self._lock:
+            if self.stale:
+                self._snapshot = self._load()
+
     def _load(self) -> _Snapshot:
         with self._engine.connect() as conn:
             ever = count(conn, include_revoked=True) > 0
