@@ -3,7 +3,7 @@
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from faultgraph.service.auth.middleware import Authenticate
 from faultgraph.service.auth.service import Authenticator
 from faultgraph.service.cluster import Cluster
 from faultgraph.service.config import Settings
+from faultgraph.service.events import service as events_service
 from faultgraph.service.events import views as events_views
 from faultgraph.service.events.models import events
 from faultgraph.service.incidents import views as incidents_views
@@ -59,6 +60,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             max_queue=settings.writer_queue_batches,
             max_group_rows=settings.group_commit_rows,
             convert=partial(events_views.convert_group, app.state),
+            also=events_service.record_beats,
             on_quiet=lambda: app.state.runner.wake(),
         )
         lease = Lease(engine, on_gain=lambda: app.state.runner.wake())
@@ -81,6 +83,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             app.state.alerts.wake()
 
         app.state.runner.after_pass = after_pass
+        app.state.liveness.learn(stored_beats(engine, since=datetime.now(UTC) - 2 * app.state.liveness.timeout))
         watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state),
                                   leading=lambda: lease.held,
                                   shared=(lambda since: stored_beats(engine, since=since)) if replicated else None)

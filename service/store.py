@@ -7,6 +7,7 @@ them, recording the schema version, and the per-dialect fast path for appending 
 import importlib
 import importlib.util
 import io
+import os
 import pkgutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -100,7 +101,20 @@ def make_engine(url: str) -> Engine:
             pool_recycle=1800,
             connect_args={"application_name": "faultgraph", "options": "-c timezone=UTC"},
         )
+    if backend == "duckdb":
+        return sa.create_engine(parsed, connect_args={"config": duckdb_config()})
     return sa.create_engine(parsed)
+
+
+def duckdb_config() -> dict[str, str | int]:
+    """DuckDB's memory and threads, set rather than left to its defaults (80 % of the
+    machine's RAM, one thread per core): the store then costs the same whatever it holds,
+    and ingest, queries and the engine share the cores with the web server. Past the limit
+    DuckDB spills to a temporary directory beside the file instead of growing."""
+    return {
+        "memory_limit": os.environ.get("FAULTGRAPH_DUCKDB_MEMORY", "512MB"),
+        "threads": int(os.environ.get("FAULTGRAPH_DUCKDB_THREADS", "2")),
+    }
 
 
 def register_tables() -> None:
@@ -224,6 +238,30 @@ def append(conn: Connection, table: sa.Table, rows: pa.Table) -> None:
             raw.unregister("_append")
     else:
         conn.execute(table.insert(), rows.to_pylist())
+
+
+def upsert(conn: Connection, table: sa.Table, rows: pa.Table, *, newer: str) -> None:
+    """Insert `rows` (one per primary key), or update the stored row where this one's `newer`
+    column is later: state tables (the latest of something per key), not history."""
+    if rows.num_rows == 0:
+        return
+    key = ", ".join(f'"{column.name}"' for column in table.primary_key.columns)
+    columns = ", ".join(f'"{name}"' for name in rows.column_names)
+    updates = ", ".join(f'"{name}" = excluded."{name}"' for name in rows.column_names if name not in table.primary_key.columns)
+    conflict = f'ON CONFLICT ({key}) DO UPDATE SET {updates} WHERE excluded."{newer}" > "{table.name}"."{newer}"'
+    if conn.dialect.name == "duckdb":
+        if not conn.in_transaction():
+            conn.begin()
+        raw = conn.connection.driver_connection
+        raw.register("_upsert", rows)
+        try:
+            raw.execute(f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM _upsert {conflict}')
+        finally:
+            raw.unregister("_upsert")
+        return
+    values = ", ".join("(" + ", ".join(f":{name}_{i}" for name in rows.column_names) + ")" for i in range(rows.num_rows))
+    params = {f"{name}_{i}": value for i, row in enumerate(rows.to_pylist()) for name, value in row.items()}
+    conn.execute(sa.text(f'INSERT INTO "{table.name}" ({columns}) VALUES {values} {conflict}'), params)
 
 
 def _create_postgres_indexes(conn: Connection) -> None:

@@ -47,12 +47,16 @@ class GroupWriter:
 
     def __init__(
         self, engine: Engine, insert: InsertFn, *, first_seq: int, max_queue: int, max_group_rows: int,
-        convert: ConvertFn | None = None, on_quiet: Callable[[], None] = lambda: None, quiet_s: float = 0.2,
+        convert: ConvertFn | None = None, also: Callable[[Connection, list], None] | None = None,
+        on_quiet: Callable[[], None] = lambda: None, quiet_s: float = 0.2,
     ) -> None:
+        """`also(conn, batches)` writes whatever else the batches carry (host state) in the
+        same transaction as their rows."""
         self._engine = engine
         self._next_seq = first_seq
         self._insert = insert
         self._convert = convert
+        self._also = also
         self._on_quiet = on_quiet
         self._quiet_s = quiet_s
         self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=max_queue)
@@ -132,6 +136,8 @@ class GroupWriter:
             rows = rows.append_column("seq", seq)
             with self._engine.connect() as conn:
                 inserted = set(self._insert(conn, rows))
+                if self._also is not None:
+                    self._also(conn, [batch.rows for batch in group])
                 conn.commit()
             self.commits += 1
             self._next_seq += rows.num_rows

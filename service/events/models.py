@@ -40,6 +40,20 @@ events = sa.Table(
     sa.Column("attrs", JSON),
 )
 
+# Heartbeats are state, not rows: an agent's `ok` heartbeat updates its host's row here (in
+# the same commit as the batch it came in) and is not stored as an event; the timeline keeps
+# the transitions (`lost`, and `ok` with `back` when a lost host beats again). One row per
+# host, so a year of heartbeats costs what a day does. `clock_offset_s` is when the service
+# received the beat minus the time the agent put on it (its clock's error plus transit).
+hosts_seen = sa.Table(
+    "hosts_seen",
+    metadata,
+    sa.Column("host", sa.String, primary_key=True),
+    sa.Column("last_seen", sa.DateTime, nullable=False),  # received, the service's clock
+    sa.Column("last_beat", sa.DateTime, nullable=False),  # the heartbeat's own time
+    sa.Column("clock_offset_s", sa.Float, nullable=False),
+)
+
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(2100, 1, 1, tzinfo=UTC)
 

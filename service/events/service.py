@@ -12,7 +12,8 @@ import sqlalchemy as sa
 from pydantic import ValidationError
 from sqlalchemy.engine import Connection
 
-from faultgraph.service.events.models import KINDS, SERVICE_KINDS, EventList, OneEvent, events
+from faultgraph.service import store
+from faultgraph.service.events.models import KINDS, SERVICE_KINDS, EventList, OneEvent, events, hosts_seen
 
 DEFAULT_SEVERITY = {kind: severity for kind, (_, severity) in KINDS.items()}
 
@@ -168,9 +169,34 @@ class Pending:
 
     events: list[dict]
     received: datetime
+    beats: list[dict] = field(default_factory=list)  # `ok` heartbeats: host state, not rows
 
     def __len__(self) -> int:
         return len(self.events)
+
+
+def is_beat(event: dict) -> bool:
+    """An agent's `ok` heartbeat (kept as its host's state rather than stored as an event)."""
+    return event["kind"] == "host_heartbeat" and (event.get("attrs") or {}).get("state") == "ok"
+
+
+def record_beats(conn: Connection, group: list[Pending]) -> None:
+    """Each beating host's latest heartbeat in `hosts_seen`, in the writer's transaction."""
+    latest: dict[str, tuple[datetime, datetime]] = {}
+    for pending in group:
+        for beat in pending.beats:
+            seen = latest.get(beat["host"])
+            if seen is None or beat["time"] >= seen[1]:
+                latest[beat["host"]] = (pending.received, beat["time"])
+    if not latest:
+        return
+    rows = pa.table({
+        "host": list(latest),
+        "last_seen": pa.array([(seen - _EPOCH) // _MICROSECOND for seen, _ in latest.values()], pa.int64()).view(pa.timestamp("us")),
+        "last_beat": pa.array([(at - _EPOCH) // _MICROSECOND for _, at in latest.values()], pa.int64()).view(pa.timestamp("us")),
+        "clock_offset_s": [(seen - at).total_seconds() for seen, at in latest.values()],
+    })
+    store.upsert(conn, hosts_seen, rows, newer="last_seen")
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -55,17 +55,18 @@ async def store_events(request: Request, body: bytes, content_type: str) -> dict
         raise HTTPException(exc.status, str(exc)) from None
     accepted = 0
     if decoded.valid:
+        beats = [event for event in decoded.valid if service.is_beat(event)]
+        rows = [event for event in decoded.valid if not service.is_beat(event)] if beats else decoded.valid
         try:
-            future = state.writer.submit(service.Pending(decoded.valid, datetime.now(UTC)))
+            future = state.writer.submit(service.Pending(rows, datetime.now(UTC), beats))
         except WriterBusy:
             raise HTTPException(503, "ingest queue is full; retry later", headers={"Retry-After": "1"}) from None
         try:
-            accepted = await asyncio.wrap_future(future)
+            accepted = await asyncio.wrap_future(future) + len(beats)  # a beat is kept as state
         except Exception:
             raise HTTPException(503, "the store could not commit this batch; retry", headers={"Retry-After": "5"}) from None
-        heartbeats = [e["host"] for e in decoded.valid if e["kind"] == "host_heartbeat" and (e.get("attrs") or {}).get("state") == "ok"]
-        if heartbeats:
-            state.liveness.beat(heartbeats, datetime.now(UTC))
+        if beats:
+            state.liveness.beat([beat["host"] for beat in beats], datetime.now(UTC))
     state.metrics.observe_batch(len(decoded.valid), decoded.rejected, body, len(decoded.valid) - accepted)
     return {
         "accepted": accepted,
