@@ -26,7 +26,7 @@ from faultgraph.service.store import JSON, metadata
 events = sa.Table(
     "events",
     metadata,
-    sa.Column("id", sa.String, primary_key=True),
+    sa.Column("id", sa.String, nullable=False),  # unique by store.UNIQUE_KEYS, not a primary key
     sa.Column("seq", sa.BigInteger, nullable=False),
     sa.Column("time", sa.DateTime, nullable=False),
     sa.Column("received", sa.DateTime, nullable=False),
