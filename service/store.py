@@ -208,22 +208,26 @@ def _insert_new_duckdb(conn: Connection, rows: pa.Table, table: sa.Table, *, ret
         raw.unregister("_incoming")
 
 
+_SPAN_GAP = timedelta(minutes=10)  # minutes closer than this are looked up in one span
+
+
 def _stored_keys(raw, rows: pa.Table, table_name: str, key: list[str]) -> list:
     """Keys of `rows` already stored with the same time, looked up one span of consecutive
-    event-time hours at a time (literal bounds, so DuckDB skips row groups by zone map)."""
-    hours = sorted(set(pc.floor_temporal(rows.column("time"), unit="hour").to_pylist()))
+    event-time minutes at a time (literal bounds, so DuckDB skips row groups and column
+    segments by zone map: a live batch's minute or two, however large the store)."""
+    minutes = sorted(set(pc.floor_temporal(rows.column("time"), unit="minute").to_pylist()))
     spans: list[list] = []
-    for hour in hours:
-        if spans and hour - spans[-1][1] <= timedelta(hours=1):
-            spans[-1][1] = hour
+    for minute in minutes:
+        if spans and minute - spans[-1][1] <= _SPAN_GAP:
+            spans[-1][1] = minute
         else:
-            spans.append([hour, hour])
+            spans.append([minute, minute])
     match = " AND ".join(f's."{name}" = i."{name}"' for name in [*key, "time"])
     found: list = []
     raw.register("_lookup", rows.select([*key, "time"]))
     try:
         for low, high in spans:
-            high = high + timedelta(hours=1)
+            high = high + timedelta(minutes=1)
             found += [row[0] for row in raw.execute(
                 f'SELECT s."{key[0]}" FROM "{table_name}" s SEMI JOIN _lookup i ON {match} '
                 f"WHERE s.time >= TIMESTAMP '{low.isoformat()}' AND s.time < TIMESTAMP '{high.isoformat()}'").fetchall()]

@@ -54,6 +54,18 @@ hosts_seen = sa.Table(
     sa.Column("clock_offset_s", sa.Float, nullable=False),
 )
 
+# Hourly counts of the raw events retention removed (service/events/flows.py): what the
+# statistics of low-severity noise need once its rows are gone.
+event_rollups = sa.Table(
+    "event_rollups",
+    metadata,
+    sa.Column("hour", sa.DateTime, primary_key=True),
+    sa.Column("host", sa.String, primary_key=True),
+    sa.Column("kind", sa.String, primary_key=True),
+    sa.Column("severity", sa.String, primary_key=True),
+    sa.Column("count", sa.BigInteger, nullable=False),
+)
+
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(2100, 1, 1, tzinfo=UTC)
 
