@@ -20,6 +20,7 @@ from faultgraph.service.cluster import Cluster
 from faultgraph.service.config import Settings
 from faultgraph.service.events import service as events_service
 from faultgraph.service.events import views as events_views
+from faultgraph.service.events.flows import Pruner, Retention
 from faultgraph.service.events.models import events
 from faultgraph.service.incidents import views as incidents_views
 from faultgraph.service.incidents.flows import IncidentRunner
@@ -87,9 +88,11 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state),
                                   leading=lambda: lease.held,
                                   shared=(lambda since: stored_beats(engine, since=since)) if replicated else None)
+        pruner = Pruner(engine, Retention(), leading=lambda: lease.held)
         try:
             yield
         finally:
+            pruner.close()
             watcher.close()
             app.state.runner.close()
             app.state.alerts.close()

@@ -10,6 +10,8 @@ leaves a file the next run writes again, identically.
 
 import logging
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -54,7 +56,10 @@ def _prunable(before: datetime, day: date | None = None):
 
 def prune(engine: Engine, retention: Retention, *, now: datetime) -> dict[str, int]:
     """Roll up, archive and remove the prunable raw events of every day closed before
-    `now - raw_days`; returns {"days", "rows"} done by this run (0 and 0 when there was nothing)."""
+    `now - raw_days`; returns {"days", "rows"} done by this run (0 and 0 when there was nothing).
+    `raw_days` 0 keeps everything."""
+    if retention.raw_days <= 0:
+        return {"days": 0, "rows": 0}
     cutoff = datetime.combine((now - timedelta(days=retention.raw_days)).astimezone(UTC).date(), datetime.min.time(), UTC)
     with engine.connect() as conn:
         day_of = sa.func.date_trunc("day", events.c.time)
@@ -115,3 +120,30 @@ def _archive_day(conn: Connection, day: date, which, archive: Path) -> None:
     with open(partial, "rb") as handle:
         os.fsync(handle.fileno())
     partial.replace(path)
+
+
+class Pruner:
+    """The scheduled pass: `prune` every `period` seconds while `leading()` (one replica)."""
+
+    def __init__(self, engine: Engine, retention: Retention, *, leading: Callable[[], bool],
+                 period: float = 3600.0) -> None:
+        self._engine = engine
+        self._retention = retention
+        self._leading = leading
+        self._period = period
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="faultgraph-prune", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._period):
+            if not self._leading():
+                continue
+            try:
+                prune(self._engine, self._retention, now=datetime.now(UTC))
+            except Exception:
+                log.exception("retention pass failed; retrying in %.0f s", self._period)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)

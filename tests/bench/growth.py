@@ -140,7 +140,9 @@ def main() -> None:
     events = stream(args.noise)
     with tempfile.TemporaryDirectory() as tmp:
         db_url = args.db or f"duckdb:///{Path(tmp) / 'growth.duckdb'}"
+        started = time.perf_counter()
         server = start_server(db_url)
+        first_start = time.perf_counter() - started
         rows: list[dict] = []
         posted, peak, last_time = 0, 0.0, START
         try:
@@ -175,7 +177,7 @@ def main() -> None:
     for name in ("host-hour", "component", "cluster-hour"):
         print(f"{name:<12} p50 end/100k  {last[name] / first[name]:.2f}  ({first[name]:.1f} → {last[name]:.1f} ms; target ≤ 1.5)")
     print(f"server peak RSS             {peak:,.0f} MiB  (target < 1,024)")
-    print(f"restart                     {restart:.1f} s  (target < 10 s)")
+    print(f"restart                     {restart:.1f} s  (target < 10 s; first start on the empty store {first_start:.1f} s)")
     print(f"events stored               {stored:,} of {last['posted']:,} posted")
     print(f"on disk                     {size / 2**20:,.1f} MiB: {size / max(stored, 1):,.0f} bytes per stored event, "
           f"{size / last['posted']:,.1f} per posted event")
