@@ -197,7 +197,7 @@ def _insert_new_duckdb(conn: Connection, rows: pa.Table, table: sa.Table, *, ret
     order = ' ORDER BY "seq"' if "seq" in rows.column_names else ""
     once = f"QUALIFY row_number() OVER (PARTITION BY {quoted}{order}) = 1" if key else ""
     # A store created before `events` lost its primary key still has it: let it refuse quietly.
-    conflict = "ON CONFLICT DO NOTHING" if table.primary_key.columns or _has_primary_key(raw, table.name) else ""
+    conflict = "ON CONFLICT DO NOTHING" if table.primary_key.columns or _has_primary_key(conn, table.name) else ""
     back = f' RETURNING "{key[0]}"' if returning and key else ""
     raw.register("_incoming", rows)
     try:
@@ -236,9 +236,16 @@ def _stored_keys(raw, rows: pa.Table, table_name: str, key: list[str]) -> list:
     return found
 
 
-def _has_primary_key(raw, table_name: str) -> bool:
-    return bool(raw.execute("SELECT count(*) FROM duckdb_constraints() WHERE table_name = ? AND constraint_type = 'PRIMARY KEY'",
-                            [table_name]).fetchall()[0][0])
+_PRIMARY_KEYS: dict[tuple[str, str], bool] = {}  # (database, table) → has one; asked once per process
+
+
+def _has_primary_key(conn: Connection, table_name: str) -> bool:
+    place = (str(conn.engine.url), table_name)
+    if place not in _PRIMARY_KEYS:
+        _PRIMARY_KEYS[place] = bool(conn.connection.driver_connection.execute(
+            "SELECT count(*) FROM duckdb_constraints() WHERE table_name = ? AND constraint_type = 'PRIMARY KEY'",
+            [table_name]).fetchall()[0][0])
+    return _PRIMARY_KEYS[place]
 
 
 def bulk_append(conn: Connection, rows: pa.Table, *, table_name: str) -> int:

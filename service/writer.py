@@ -8,8 +8,9 @@ that commit: a 2xx always means durable.
 A request may queue its validated events rather than an Arrow table (`convert` given): the
 thread then builds one table for the whole group, so thousands of small posts in a storm
 pay Arrow's fixed per-table cost once per commit instead of once each. After a commit the
-thread calls `on_quiet` once no further commit followed for `quiet_s` (a trailing debounce):
-the incident engine runs after a storm settles, not between each of its commits.
+thread calls `on_quiet` once no further commit followed for `quiet_s` (a trailing debounce),
+or after `max_wait_s` of commits that never pause: the incident engine runs once a storm
+settles rather than re-reading it between its commits, and at a steady pace under a stream.
 """
 
 import logging
@@ -48,7 +49,7 @@ class GroupWriter:
     def __init__(
         self, engine: Engine, insert: InsertFn, *, first_seq: int, max_queue: int, max_group_rows: int,
         convert: ConvertFn | None = None, also: Callable[[Connection, list], None] | None = None,
-        on_quiet: Callable[[], None] = lambda: None, quiet_s: float = 0.2,
+        on_quiet: Callable[[], None] = lambda: None, quiet_s: float = 0.2, max_wait_s: float = 5.0,
     ) -> None:
         """`also(conn, batches)` writes whatever else the batches carry (host state) in the
         same transaction as their rows."""
@@ -59,6 +60,7 @@ class GroupWriter:
         self._also = also
         self._on_quiet = on_quiet
         self._quiet_s = quiet_s
+        self._max_wait_s = max_wait_s
         self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=max_queue)
         self._max_group_rows = max_group_rows
         self._thread = threading.Thread(target=self._run, name="faultgraph-writer", daemon=True)
@@ -86,8 +88,12 @@ class GroupWriter:
 
     def _run(self) -> None:
         stopping = False
-        committed_at: float | None = None  # a commit the quiet callback has not followed yet
+        committed_at: float | None = None  # the last commit the quiet callback has not followed
+        waiting_since = 0.0  # the first such commit
         while not stopping:
+            if committed_at is not None and time.monotonic() - waiting_since >= self._max_wait_s:
+                committed_at = None
+                self._quiet()
             try:
                 timeout = None if committed_at is None else max(0.0, committed_at + self._quiet_s - time.monotonic())
                 first = self._queue.get(timeout=timeout)
@@ -112,6 +118,8 @@ class GroupWriter:
                 group.append(more)
                 size += len(more.rows)
             if self._commit(group):
+                if committed_at is None:
+                    waiting_since = time.monotonic()
                 committed_at = time.monotonic()
         if committed_at is not None:
             self._quiet()
