@@ -183,6 +183,7 @@ def import_command(directory: DirArgument, db: DbOption = None) -> None:
 def prune(
     db: DbOption = None,
     retain_days: Annotated[int | None, typer.Option(help="Days raw low-severity events are kept (default FAULTGRAPH_RETAIN_RAW_DAYS or 30).")] = None,
+    sample_days: Annotated[int | None, typer.Option(help="Days samples (train_step, gpu_perf) are kept (default FAULTGRAPH_RETAIN_SAMPLE_DAYS or 7).")] = None,
     archive: Annotated[Path | None, typer.Option(help="Folder that receives each pruned day as Parquet.")] = None,
 ) -> None:
     """Roll up, archive and remove raw low-severity events past their retention (idempotent;
@@ -195,6 +196,7 @@ def prune(
     settings = Settings(db_url=db) if db else Settings()
     defaults = Retention()
     retention = Retention(raw_days=defaults.raw_days if retain_days is None else retain_days,
+                          sample_days=defaults.sample_days if sample_days is None else sample_days,
                           archive=archive or defaults.archive)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     engine = store.make_engine(settings.db_url)

@@ -70,23 +70,26 @@ def test_prune_keeps_what_explains_and_counts_what_it_removes(engine, tmp_path):
         {"id": "job", "time": NOW - timedelta(days=40), "host": "node0001", "kind": "job_start", "attrs": {}, "job": "j"},
         {"id": "member", "time": NOW - timedelta(days=40), "host": "node0002", "kind": "nic_error", "attrs": {"count": 1}},
     ]
-    fill(engine, old + kept + noise(3, 10))
+    samples = [{"id": f"step{day}", "time": NOW - timedelta(days=day), "host": "node0001", "kind": "train_step",
+                "rank": 0, "attrs": {"step": day, "duration_ms": 10000.0}} for day in (10, 3)]
+    fill(engine, old + kept + noise(3, 10) + samples)
     with engine.connect() as conn:
         conn.execute(incident_events.insert().values(incident_id="i1", event_id="member"))
         conn.commit()
     before = counts_by_hour(engine)
 
-    retention = Retention(raw_days=30, archive=tmp_path / "archive")
-    assert prune(engine, retention, now=NOW) == {"days": 2, "rows": 40}
+    retention = Retention(raw_days=30, sample_days=7, archive=tmp_path / "archive")
+    assert prune(engine, retention, now=NOW) == {"days": 3, "rows": 41}  # two days of noise, one of samples
     assert prune(engine, retention, now=NOW) == {"days": 0, "rows": 0}  # idempotent
 
     left = stored_ids(engine)
     assert {"xid", "job", "member"} <= left
     assert not any(e["id"] in left for e in old)
-    assert len(left) == 3 + 10  # the recent noise is untouched
+    assert len(left) == 3 + 10 + 1  # the recent noise and the recent sample are untouched
+    assert "step3" in left and "step10" not in left
     assert counts_by_hour(engine) == before
     archived = pq.read_table(tmp_path / "archive" / "events").to_pylist()
-    assert sorted(row["id"] for row in archived) == sorted(e["id"] for e in old)
+    assert sorted(row["id"] for row in archived) == sorted([e["id"] for e in old] + ["step10"])
     assert set(archived[0]) >= {"id", "seq", "time", "host", "kind", "attrs"}
 
 

@@ -34,19 +34,29 @@ KEPT_KINDS = ("job_start", "job_end", "job_fail", "job_restart", "maintenance", 
               "host_heartbeat", "checkpoint_save", "checkpoint_load", "audit")
 # Severities whose raw rows are subject to retention (correctable counters, samples).
 PRUNED_SEVERITIES = ("debug", "info", "warning")
+# Periodic samples (one per rank per step, per GPU per interval): the largest class by far
+# (a 16,384-rank job's train_step alone is 1,600 events/s), kept raw for less time.
+SAMPLE_KINDS = ("train_step", "gpu_perf")
 
 
 @dataclass(frozen=True)
 class Retention:
-    """Days raw low-severity events are kept, and where removed days are archived (None: not)."""
+    """Days raw low-severity events and samples are kept, and where removed days are
+    archived (None: not)."""
 
     raw_days: int = int(os.environ.get("FAULTGRAPH_RETAIN_RAW_DAYS", 30))
+    sample_days: int = int(os.environ.get("FAULTGRAPH_RETAIN_SAMPLE_DAYS", 7))
     archive: Path | None = Path(os.environ["FAULTGRAPH_ARCHIVE"]) if os.environ.get("FAULTGRAPH_ARCHIVE") else None
 
 
-def _prunable(before: datetime, day: date | None = None):
-    clauses = [events.c.time < store.to_db_time(before), events.c.severity.in_(PRUNED_SEVERITIES),
-               events.c.kind.not_in(KEPT_KINDS),
+def _prunable(raw_before: datetime | None, sample_before: datetime | None, day: date | None = None):
+    """Events past their class's retention (a class whose cutoff is None is kept)."""
+    classes = []
+    if raw_before is not None:
+        classes.append(sa.and_(events.c.time < store.to_db_time(raw_before), events.c.kind.not_in(SAMPLE_KINDS)))
+    if sample_before is not None:
+        classes.append(sa.and_(events.c.time < store.to_db_time(sample_before), events.c.kind.in_(SAMPLE_KINDS)))
+    clauses = [sa.or_(*classes), events.c.severity.in_(PRUNED_SEVERITIES), events.c.kind.not_in(KEPT_KINDS),
                ~sa.exists().where(incident_events.c.event_id == events.c.id)]
     if day is not None:
         start = datetime(day.year, day.month, day.day)
@@ -57,25 +67,30 @@ def _prunable(before: datetime, day: date | None = None):
 def prune(engine: Engine, retention: Retention, *, now: datetime) -> dict[str, int]:
     """Roll up, archive and remove the prunable raw events of every day closed before
     `now - raw_days`; returns {"days", "rows"} done by this run (0 and 0 when there was nothing).
-    `raw_days` 0 keeps everything."""
-    if retention.raw_days <= 0:
+    A class's days set to 0 keeps that class."""
+    def cutoff(days: int) -> datetime | None:
+        if days <= 0:
+            return None
+        return datetime.combine((now - timedelta(days=days)).astimezone(UTC).date(), datetime.min.time(), UTC)
+
+    cutoffs = (cutoff(retention.raw_days), cutoff(retention.sample_days))
+    if cutoffs == (None, None):
         return {"days": 0, "rows": 0}
-    cutoff = datetime.combine((now - timedelta(days=retention.raw_days)).astimezone(UTC).date(), datetime.min.time(), UTC)
     with engine.connect() as conn:
         day_of = sa.func.date_trunc("day", events.c.time)
-        days = sorted({row[0].date() for row in conn.execute(sa.select(day_of).where(_prunable(cutoff)).distinct())})
+        days = sorted({row[0].date() for row in conn.execute(sa.select(day_of).where(_prunable(*cutoffs)).distinct())})
     done = {"days": 0, "rows": 0}
     for day in days:
-        done["rows"] += _prune_day(engine, day, cutoff, retention.archive)
+        done["rows"] += _prune_day(engine, day, cutoffs, retention.archive)
         done["days"] += 1
     return done
 
 
-def _prune_day(engine: Engine, day: date, cutoff: datetime, archive: Path | None) -> int:
+def _prune_day(engine: Engine, day: date, cutoffs: tuple, archive: Path | None) -> int:
     with engine.connect() as conn:
         if conn.dialect.name == "postgresql":  # one pruner at a time across replicas
             conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7070707)")
-        which = _prunable(cutoff, day)
+        which = _prunable(*cutoffs, day)
         if archive is not None:
             _archive_day(conn, day, which, archive)
         hour = sa.func.date_trunc("hour", events.c.time).label("hour")
