@@ -293,3 +293,21 @@ def test_ok_heartbeats_are_host_state_and_only_transitions_are_events(db_url):
     assert set(seen) == {"node0001", "node0002"}
     assert 4.0 < seen["node0001"].clock_offset_s < 10.0  # its agent's clock runs 5 s behind
     assert seen["node0002"].last_seen > seen["node0001"].last_seen
+
+
+def test_a_client_gone_mid_body_is_one_line_not_a_traceback(server):
+    """A post whose sender disconnects before the body is complete stores nothing and is
+    not logged as a server error."""
+    import socket
+    import time
+
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(b"POST /v1/events HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                     b"content-length: 100000\r\n\r\n[{\"time\": \"2026-11-29T08:00:00Z\", ")
+        time.sleep(0.5)
+    time.sleep(0.5)
+    assert server.client.get("/v1/events").json()["events"] == []
+    server.stop()
+    output = server.process.stdout.read().decode(errors="replace")
+    assert "Traceback" not in output and "ERROR" not in output, output[-2000:]
