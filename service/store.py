@@ -151,10 +151,13 @@ def init_schema(engine: Engine) -> None:
 # Tables whose rows are unique by a key that is not a primary key constraint. `events`: on
 # DuckDB a primary key is an ART index held whole in memory and probed by every insert, so
 # RSS and insert cost would grow with the history; instead an insert looks for its ids among
-# the stored events of the same event-time span, which the `time` zone maps (events arrive
-# roughly in time order) narrow to a few row groups whatever the store holds. An event's
-# identity is then its id *and* its time: a retried batch (the same events, times included)
-# is stored once at any age. PostgreSQL keeps a unique B-tree index on `id`.
+# the stored events whose time lies within DUPLICATE_WINDOW of the batch's own event times,
+# which the `time` zone maps (events arrive roughly in time order) narrow to a few row
+# groups whatever the store holds. A retried batch (same ids, same or nearby times: a line
+# without a timestamp takes its receive time) is stored once at any age; an id posted again
+# with a time further than the window from the first is a new event. PostgreSQL keeps a
+# unique B-tree index on `id` (no window).
+DUPLICATE_WINDOW = timedelta(minutes=10)
 UNIQUE_KEYS: dict[str, tuple[str, ...]] = {"events": ("id",)}
 
 
@@ -208,26 +211,23 @@ def _insert_new_duckdb(conn: Connection, rows: pa.Table, table: sa.Table, *, ret
         raw.unregister("_incoming")
 
 
-_SPAN_GAP = timedelta(minutes=10)  # minutes closer than this are looked up in one span
-
-
 def _stored_keys(raw, rows: pa.Table, table_name: str, key: list[str]) -> list:
-    """Keys of `rows` already stored with the same time, looked up one span of consecutive
-    event-time minutes at a time (literal bounds, so DuckDB skips row groups and column
-    segments by zone map: a live batch's minute or two, however large the store)."""
+    """Keys of `rows` already stored with a time within DUPLICATE_WINDOW of theirs, looked up
+    one span of event-time minutes at a time (literal bounds, so DuckDB skips row groups
+    and column segments by zone map: a live batch's minutes, however large the store)."""
     minutes = sorted(set(pc.floor_temporal(rows.column("time"), unit="minute").to_pylist()))
     spans: list[list] = []
     for minute in minutes:
-        if spans and minute - spans[-1][1] <= _SPAN_GAP:
+        if spans and minute - spans[-1][1] <= 2 * DUPLICATE_WINDOW:
             spans[-1][1] = minute
         else:
             spans.append([minute, minute])
-    match = " AND ".join(f's."{name}" = i."{name}"' for name in [*key, "time"])
+    match = " AND ".join(f's."{name}" = i."{name}"' for name in key)
     found: list = []
-    raw.register("_lookup", rows.select([*key, "time"]))
+    raw.register("_lookup", rows.select(key))
     try:
         for low, high in spans:
-            high = high + timedelta(minutes=1)
+            low, high = low - DUPLICATE_WINDOW, high + timedelta(minutes=1) + DUPLICATE_WINDOW
             found += [row[0] for row in raw.execute(
                 f'SELECT s."{key[0]}" FROM "{table_name}" s SEMI JOIN _lookup i ON {match} '
                 f"WHERE s.time >= TIMESTAMP '{low.isoformat()}' AND s.time < TIMESTAMP '{high.isoformat()}'").fetchall()]

@@ -49,7 +49,7 @@ def test_first_arrival_wins_and_stored_ids_are_skipped(engine):
 
 
 def test_a_retried_batch_spanning_years_is_stored_once(engine):
-    """Duplicates are found by id within each span of event-time hours the batch covers,
+    """Duplicates are found by id near each span of event-time minutes the batch covers,
     however far apart the spans and whatever the store holds between them."""
     moments = [T0, T0 + timedelta(minutes=59), T0 + timedelta(hours=3), T0 - timedelta(days=700)]
     batch = [item(f"r{i}", time=moment) for i, moment in enumerate(moments)]
