@@ -18,6 +18,7 @@ from faultgraph.service.events import service as events_service
 from faultgraph.service.events.flows import Retention, prune
 from faultgraph.service.events.models import event_rollups, events
 from faultgraph.service.incidents.models import incident_events
+from faultgraph.service.stats import service as stats_service
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # a fixed clock: retention is relative to it
 
@@ -66,9 +67,9 @@ def stored_ids(engine) -> set[str]:
 def test_prune_keeps_what_explains_and_counts_what_it_removes(engine, tmp_path):
     old = noise(40, 30) + noise(35, 10)
     kept = [
-        {"id": "xid", "time": NOW - timedelta(days=40), "host": "node0001", "kind": "gpu_xid", "attrs": {"xid": 79}},
-        {"id": "job", "time": NOW - timedelta(days=40), "host": "node0001", "kind": "job_start", "attrs": {}, "job": "j"},
-        {"id": "member", "time": NOW - timedelta(days=40), "host": "node0002", "kind": "nic_error", "attrs": {"count": 1}},
+        {"id": "xid", "time": NOW - timedelta(days=39), "host": "node0001", "kind": "gpu_xid", "attrs": {"xid": 79}},
+        {"id": "job", "time": NOW - timedelta(days=39), "host": "node0001", "kind": "job_start", "attrs": {}, "job": "j"},
+        {"id": "member", "time": NOW - timedelta(days=39), "host": "node0002", "kind": "nic_error", "attrs": {"count": 1}},
     ]
     samples = [{"id": f"step{day}", "time": NOW - timedelta(days=day), "host": "node0001", "kind": "train_step",
                 "rank": 0, "attrs": {"step": day, "duration_ms": 10000.0}} for day in (10, 3)]
@@ -77,6 +78,8 @@ def test_prune_keeps_what_explains_and_counts_what_it_removes(engine, tmp_path):
         conn.execute(incident_events.insert().values(incident_id="i1", event_id="member"))
         conn.commit()
     before = counts_by_hour(engine)
+    with engine.connect() as conn:
+        mtbf_before = stats_service.cluster_mtbf(conn, since=None, until=None, include_planned=False)
 
     retention = Retention(raw_days=30, sample_days=7, archive=tmp_path / "archive")
     assert prune(engine, retention, now=NOW) == {"days": 3, "rows": 41}  # two days of noise, one of samples
@@ -88,6 +91,8 @@ def test_prune_keeps_what_explains_and_counts_what_it_removes(engine, tmp_path):
     assert len(left) == 3 + 10 + 1  # the recent noise and the recent sample are untouched
     assert "step3" in left and "step10" not in left
     assert counts_by_hour(engine) == before
+    with engine.connect() as conn:  # the observation window reaches back to the first event still
+        assert stats_service.cluster_mtbf(conn, since=None, until=None, include_planned=False) == mtbf_before
     archived = pq.read_table(tmp_path / "archive" / "events").to_pylist()
     assert sorted(row["id"] for row in archived) == sorted([e["id"] for e in old] + ["step10"])
     assert set(archived[0]) >= {"id", "seq", "time", "host", "kind", "attrs"}

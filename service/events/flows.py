@@ -95,7 +95,8 @@ def _prune_day(engine: Engine, day: date, cutoffs: tuple, archive: Path | None) 
             _archive_day(conn, day, which, archive)
         hour = sa.func.date_trunc("hour", events.c.time).label("hour")
         counts = conn.execute(
-            sa.select(hour, events.c.host, events.c.kind, events.c.severity, sa.func.count().label("count"))
+            sa.select(hour, events.c.host, events.c.kind, events.c.severity, sa.func.count().label("count"),
+                      sa.func.min(events.c.time).label("first"), sa.func.max(events.c.time).label("last"))
             .where(which).group_by(hour, events.c.host, events.c.kind, events.c.severity)
         ).all()
         _add_rollups(conn, counts)
@@ -110,10 +111,13 @@ def _add_rollups(conn: Connection, counts: list) -> None:
     if not counts:
         return
     key = ("hour", "host", "kind", "severity")
-    rows = [dict(zip((*key, "count"), row, strict=True)) for row in counts]
+    rows = [dict(zip((*key, "count", "first", "last"), row, strict=True)) for row in counts]
     insert = sa.dialects.postgresql.insert(event_rollups).values(rows)
-    conn.execute(insert.on_conflict_do_update(index_elements=list(key),
-                                              set_={"count": event_rollups.c.count + insert.excluded.count}))
+    conn.execute(insert.on_conflict_do_update(index_elements=list(key), set_={
+        "count": event_rollups.c.count + insert.excluded.count,
+        "first": sa.func.least(event_rollups.c.first, insert.excluded.first),
+        "last": sa.func.greatest(event_rollups.c.last, insert.excluded.last),
+    }))
 
 
 def _archive_day(conn: Connection, day: date, which, archive: Path) -> None:

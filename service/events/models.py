@@ -64,6 +64,8 @@ event_rollups = sa.Table(
     sa.Column("kind", sa.String, primary_key=True),
     sa.Column("severity", sa.String, primary_key=True),
     sa.Column("count", sa.BigInteger, nullable=False),
+    sa.Column("first", sa.DateTime, nullable=False),  # the earliest and latest removed event's
+    sa.Column("last", sa.DateTime, nullable=False),   # time: the stream's span survives pruning
 )
 
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
