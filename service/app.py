@@ -64,7 +64,8 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             also=events_service.record_beats,
             on_quiet=lambda: app.state.runner.wake(), max_wait_s=1.0,
         )
-        lease = Lease(engine, on_gain=lambda: app.state.runner.wake())
+        # The lease may be gained before the runner below exists; its first pass covers that.
+        lease = Lease(engine, on_gain=lambda: app.state.runner.wake() if hasattr(app.state, "runner") else None)
         app.state.lease = lease
         replicated = engine.dialect.name == "postgresql"  # other replicas may store topology, jobs, heartbeats
 
