@@ -44,8 +44,8 @@ class Retention:
     """Days raw low-severity events and samples are kept, and where removed days are
     archived (None: not)."""
 
-    raw_days: int = int(os.environ.get("FAULTGRAPH_RETAIN_RAW_DAYS", 30))
-    sample_days: int = int(os.environ.get("FAULTGRAPH_RETAIN_SAMPLE_DAYS", 7))
+    raw_days: int = int(os.environ.get("FAULTGRAPH_RETAIN_RAW_DAYS", "30"))
+    sample_days: int = int(os.environ.get("FAULTGRAPH_RETAIN_SAMPLE_DAYS", "7"))
     archive: Path | None = Path(os.environ["FAULTGRAPH_ARCHIVE"]) if os.environ.get("FAULTGRAPH_ARCHIVE") else None
 
 
