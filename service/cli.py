@@ -274,6 +274,35 @@ def import_command(directory: DirArgument, db: DbOption = None) -> None:
 
 
 @app.command()
+def prune(
+    db: DbOption = None,
+    retain_days: Annotated[int | None, typer.Option(help="Days raw low-severity events are kept (default FAULTGRAPH_RETAIN_RAW_DAYS or 30).")] = None,
+    sample_days: Annotated[int | None, typer.Option(help="Days samples (train_step, gpu_perf) are kept (default FAULTGRAPH_RETAIN_SAMPLE_DAYS or 7).")] = None,
+    archive: Annotated[Path | None, typer.Option(help="Folder that receives each pruned day as Parquet.")] = None,
+) -> None:
+    """Roll up, archive and remove raw low-severity events past their retention (idempotent;
+    safe to interrupt). The service runs the same pass every hour."""
+    from datetime import UTC, datetime
+
+    from faultgraph.service.events.flows import Retention
+    from faultgraph.service.events.flows import prune as prune_store
+
+    settings = Settings(db_url=db) if db else Settings()
+    defaults = Retention()
+    retention = Retention(raw_days=defaults.raw_days if retain_days is None else retain_days,
+                          sample_days=defaults.sample_days if sample_days is None else sample_days,
+                          archive=archive or defaults.archive)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    engine = store.make_engine(settings.db_url)
+    try:
+        store.init_schema(engine)
+        done = prune_store(engine, retention, now=datetime.now(UTC))
+    finally:
+        engine.dispose()
+    typer.echo(f"pruned {done['rows']:,} raw events over {done['days']} days")
+
+
+@app.command()
 def simulate(
     out: Annotated[Path, typer.Option("--out", help="Directory to write topology.json, jobs.json, records.jsonl, truth.json.")],
     hosts: Annotated[int, typer.Option(help="Hosts in the generated rail-optimized cluster.")] = 128,

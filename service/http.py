@@ -1,8 +1,12 @@
 """Request plumbing shared by every route: bounded body reads and time query parameters."""
 
+import logging
 from datetime import UTC, datetime
 
 from fastapi import HTTPException, Request
+from starlette.requests import ClientDisconnect
+
+log = logging.getLogger(__name__)
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -11,11 +15,17 @@ async def read_body(request: Request, limit: int) -> bytes:
     if declared and declared.isdigit() and int(declared) > limit:
         raise HTTPException(413, f"body of {declared} bytes exceeds the limit of {limit} bytes")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise HTTPException(413, f"body exceeds the limit of {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise HTTPException(413, f"body exceeds the limit of {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        # Nobody is left to answer, and nothing was stored: one line, not a traceback.
+        client = request.client.host if request.client else "?"
+        log.info("%s %s: client %s disconnected after %d bytes of the body", request.method, request.url.path, client, size)
+        raise HTTPException(400, "client disconnected before the body was complete") from None
     return b"".join(chunks)
 
 

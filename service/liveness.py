@@ -4,11 +4,13 @@ Agents post `host_heartbeat` (state `ok`) every few seconds; only hosts that hav
 are watched, so hosts whose logs arrive through a central forwarder are never flagged.
 When a watched host has been silent for `timeout`, the service stores a `host_heartbeat`
 event with state `lost` at the moment it became overdue, which the engine reads as a
-silent host (SPEC §5 evidence: silence); the next heartbeat clears it.
+silent host (SPEC §5 evidence: silence); the next heartbeat clears it, and the service
+stores that transition too (`ok`, with `back`). The `ok` heartbeats themselves are not
+events: each updates its host's row in `hosts_seen` (last seen, clock offset).
 
 With replicas, an agent's heartbeats land on whichever replica the load balancer picks,
-but only the leader watches: so the leader also learns, each period, the heartbeats any
-replica stored recently (`stored_beats`, read through the `time` index).
+but only the leader watches: so the leader also learns, each period, what any replica
+wrote to `hosts_seen` (`stored_beats`: one row per host, whatever the store's age).
 """
 
 import logging
@@ -20,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from faultgraph.service import store
-from faultgraph.service.events.models import events
+from faultgraph.service.events.models import hosts_seen
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +34,19 @@ class Liveness:
         self.timeout = timeout
         self._last: dict[str, datetime] = {}
         self._lost: set[str] = set()
+        self._back: dict[str, datetime] = {}  # lost hosts heard from again, not yet reported
         self._lock = threading.Lock()
 
     def beat(self, hosts: Iterable[str], now: datetime) -> None:
         with self._lock:
             for host in hosts:
                 self._last[host] = now
-                self._lost.discard(host)
+                self._clear(host, now)
+
+    def _clear(self, host: str, at: datetime) -> None:
+        if host in self._lost:
+            self._lost.discard(host)
+            self._back.setdefault(host, at)
 
     def learn(self, beats: Iterable[tuple[str, datetime]]) -> None:
         """Heartbeats another replica received: each counts only if newer than what is known,
@@ -47,7 +55,13 @@ class Liveness:
             for host, at in beats:
                 if host not in self._last or at > self._last[host]:
                     self._last[host] = at
-                    self._lost.discard(host)
+                    self._clear(host, at)
+
+    def take_back(self) -> list[tuple[str, datetime]]:
+        """Hosts marked lost that have beaten since, with when; each is reported once."""
+        with self._lock:
+            back, self._back = sorted(self._back.items()), {}
+            return back
 
     def overdue(self, now: datetime) -> list[tuple[str, datetime]]:
         """Hosts newly overdue, each with the moment it became so; they are marked lost."""
@@ -72,15 +86,22 @@ def lost_event(host: str, at: datetime, timeout: timedelta) -> dict:
     }
 
 
+def back_event(host: str, at: datetime) -> dict:
+    """The event the service stores when a host marked lost is heard from again."""
+    return {
+        "time": at, "host": host, "kind": "host_heartbeat", "severity": "info",
+        "attrs": {"state": "ok", "back": True, "source": "faultgraph"},
+        "message": f"heartbeats from {host}'s agent again",
+    }
+
+
 def stored_beats(engine: Engine, *, since: datetime) -> list[tuple[str, datetime]]:
-    """Each host's latest stored `ok` heartbeat among events timed after `since`, as
-    (host, when it was received)."""
-    query = (sa.select(events.c.host, sa.func.max(events.c.received))
-             .where(events.c.kind == "host_heartbeat", events.c.time > store.to_db_time(since),
-                    events.c.attrs["state"].as_string() == "ok")
-             .group_by(events.c.host).order_by(events.c.host))
+    """Each host's latest heartbeat received after `since` by any replica, as (host, when
+    it was received)."""
+    query = (sa.select(hosts_seen.c.host, hosts_seen.c.last_seen)
+             .where(hosts_seen.c.last_seen > store.to_db_time(since)).order_by(hosts_seen.c.host))
     with engine.connect() as conn:
-        return [(host, store.from_db_time(received)) for host, received in conn.execute(query)]
+        return [(host, store.from_db_time(seen)) for host, seen in conn.execute(query)]
 
 
 class LivenessWatcher:
@@ -112,12 +133,17 @@ class LivenessWatcher:
                     log.exception("could not read other replicas' heartbeats")
                     continue  # judging on half the picture would mark live hosts lost
             overdue = self._liveness.overdue(now)
+            back = self._liveness.take_back()
             if overdue:
                 log.warning("hosts lost (no heartbeat): %s", ", ".join(host for host, _ in overdue))
+            if back:
+                log.info("hosts back (heartbeats again): %s", ", ".join(host for host, _ in back))
+            if overdue or back:
                 try:
-                    self._store([lost_event(host, at, self._liveness.timeout) for host, at in overdue])
+                    self._store([lost_event(host, at, self._liveness.timeout) for host, at in overdue]
+                                + [back_event(host, at) for host, at in back])
                 except Exception:
-                    log.exception("could not store lost-host events")
+                    log.exception("could not store lost/back host events")
 
     def close(self) -> None:
         self._stop.set()

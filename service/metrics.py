@@ -83,14 +83,16 @@ class Metrics:
             self._classes.add(name)
         return name
 
-    def observe_ingest(self, rows: pa.Table | None, rejected: list[dict], body: bytes, duplicates: int) -> None:
-        """Count one posted batch: its valid rows by kind and host class, and its rejects."""
-        valid = 0 if rows is None else rows.num_rows
-        if rows is not None and valid:
+    def observe_rows(self, rows: pa.Table) -> None:
+        """Count valid rows by kind and host class: once per group commit, not per post."""
+        if rows.num_rows:
             classes = pc.replace_substring_regex(rows.column("host"), TRAILING_NUMBER, "")
             counts = pa.table({"kind": rows.column("kind"), "host_class": classes}).group_by(["kind", "host_class"]).aggregate([([], "count_all")])
             for kind, cls, n in zip(*(counts.column(name).to_pylist() for name in ("kind", "host_class", "count_all")), strict=True):
                 self.ingested.labels(kind, self.host_class(cls or "numeric")).inc(n)
+
+    def observe_batch(self, valid: int, rejected: list[dict], body: bytes, duplicates: int) -> None:
+        """Count one posted batch's size, rejects and duplicates."""
         for kind, host in rejected_labels(body, [item["index"] for item in rejected]):
             self.rejected.labels(kind, self.host_class(host) if host != "invalid" else host).inc()
         self.duplicates.inc(duplicates)

@@ -7,8 +7,9 @@ them, recording the schema version, and the per-dialect fast path for appending 
 import importlib
 import importlib.util
 import io
+import os
 import pkgutil
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,20 @@ def make_engine(url: str) -> Engine:
             pool_recycle=1800,
             connect_args={"application_name": "faultgraph", "options": "-c timezone=UTC"},
         )
+    if backend == "duckdb":
+        return sa.create_engine(parsed, connect_args={"config": duckdb_config()})
     return sa.create_engine(parsed)
+
+
+def duckdb_config() -> dict[str, str | int]:
+    """DuckDB's memory and threads, set rather than left to its defaults (80 % of the
+    machine's RAM, one thread per core): the store then costs the same whatever it holds,
+    and ingest, queries and the engine share the cores with the web server. Past the limit
+    DuckDB spills to a temporary directory beside the file instead of growing."""
+    return {
+        "memory_limit": os.environ.get("FAULTGRAPH_DUCKDB_MEMORY", "512MB"),
+        "threads": int(os.environ.get("FAULTGRAPH_DUCKDB_THREADS", "2")),
+    }
 
 
 def register_tables() -> None:
@@ -142,6 +156,24 @@ def init_schema(engine: Engine) -> None:
         conn.execute(schema_info.insert().values(version=SCHEMA_VERSION))
 
 
+# Tables whose rows are unique by a key that is not a primary key constraint. `events`: on
+# DuckDB a primary key is an ART index held whole in memory and probed by every insert, so
+# RSS and insert cost would grow with the history; instead an insert looks for its ids among
+# the stored events whose time lies within DUPLICATE_WINDOW of the batch's own event times,
+# which the `time` zone maps (events arrive roughly in time order) narrow to a few row
+# groups whatever the store holds. A retried batch (same ids, same or nearby times: a line
+# without a timestamp takes its receive time) is stored once at any age; an id posted again
+# with a time further than the window from the first is a new event. PostgreSQL keeps a
+# unique B-tree index on `id` (no window).
+DUPLICATE_WINDOW = timedelta(minutes=10)
+UNIQUE_KEYS: dict[str, tuple[str, ...]] = {"events": ("id",)}
+
+
+def table_key(table: sa.Table) -> list[str]:
+    """The columns that identify a row: the primary key, else the table's UNIQUE_KEYS."""
+    return [column.name for column in table.primary_key.columns] or list(UNIQUE_KEYS.get(table.name, ()))
+
+
 def insert_ignoring_duplicates(conn: Connection, rows: pa.Table, *, table_name: str) -> list[str]:
     """Append `rows` (an Arrow table with the table's columns and an `id` key); return the
     ids actually inserted. Ids already stored, or repeated within `rows`, are skipped.
@@ -158,25 +190,76 @@ def insert_ignoring_duplicates(conn: Connection, rows: pa.Table, *, table_name: 
         return _copy_insert_postgres(conn, rows, table_name=table_name, returning=True)[0]
     if conn.dialect.name != "duckdb":
         raise NotImplementedError(f"bulk insert for {conn.dialect.name} is not implemented yet")
+    return _insert_new_duckdb(conn, rows, metadata.tables[table_name], returning=True)[0]
+
+
+def _insert_new_duckdb(conn: Connection, rows: pa.Table, table: sa.Table, *, returning: bool) -> tuple[list, int]:
+    """DuckDB: insert the rows whose key is new, the first of each key within `rows` (lowest
+    `seq` when there is one); returns the inserted keys' first column (when `returning`) and
+    their count. A table in UNIQUE_KEYS with a `time` column is checked by time span."""
     raw = conn.connection.driver_connection
+    key = table_key(table)
+    if table.name in UNIQUE_KEYS and "time" in rows.column_names and rows.num_rows:
+        stored = _stored_keys(raw, rows, table.name, key)
+        if stored:
+            rows = rows.filter(pc.invert(pc.is_in(rows.column(key[0]), pa.array(stored, rows.schema.field(key[0]).type))))
     columns = ", ".join(f'"{name}"' for name in rows.column_names)
+    quoted = ", ".join(f'"{name}"' for name in key)
+    order = ' ORDER BY "seq"' if "seq" in rows.column_names else ""
+    once = f"QUALIFY row_number() OVER (PARTITION BY {quoted}{order}) = 1" if key else ""
+    # A store created before `events` lost its primary key still has it: let it refuse quietly.
+    conflict = "ON CONFLICT DO NOTHING" if table.primary_key.columns or _has_primary_key(conn, table.name) else ""
+    back = f' RETURNING "{key[0]}"' if returning and key else ""
     raw.register("_incoming", rows)
     try:
-        inserted = raw.execute(
-            f"INSERT INTO {table_name} ({columns}) "
-            f"SELECT {columns} FROM _incoming "
-            "QUALIFY row_number() OVER (PARTITION BY id ORDER BY seq) = 1 "
-            "ON CONFLICT DO NOTHING RETURNING id"
-        ).fetchall()
+        result = raw.execute(f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM _incoming {once} {conflict}{back}')
+        inserted = [row[0] for row in result.fetchall()] if back else []
+        return inserted, (len(inserted) if back else result.fetchall()[0][0])
     finally:
         raw.unregister("_incoming")
-    return [row[0] for row in inserted]
+
+
+def _stored_keys(raw, rows: pa.Table, table_name: str, key: list[str]) -> list:
+    """Keys of `rows` already stored with a time within DUPLICATE_WINDOW of theirs, looked up
+    one span of event-time minutes at a time (literal bounds, so DuckDB skips row groups
+    and column segments by zone map: a live batch's minutes, however large the store)."""
+    minutes = sorted(set(pc.floor_temporal(rows.column("time"), unit="minute").to_pylist()))
+    spans: list[list] = []
+    for minute in minutes:
+        if spans and minute - spans[-1][1] <= 2 * DUPLICATE_WINDOW:
+            spans[-1][1] = minute
+        else:
+            spans.append([minute, minute])
+    match = " AND ".join(f's."{name}" = i."{name}"' for name in key)
+    found: list = []
+    raw.register("_lookup", rows.select(key))
+    try:
+        for low, high in spans:
+            low, high = low - DUPLICATE_WINDOW, high + timedelta(minutes=1) + DUPLICATE_WINDOW
+            found += [row[0] for row in raw.execute(
+                f'SELECT s."{key[0]}" FROM "{table_name}" s SEMI JOIN _lookup i ON {match} '
+                f"WHERE s.time >= TIMESTAMP '{low.isoformat()}' AND s.time < TIMESTAMP '{high.isoformat()}'").fetchall()]
+    finally:
+        raw.unregister("_lookup")
+    return found
+
+
+_PRIMARY_KEYS: dict[tuple[str, str], bool] = {}  # (database, table) → has one; asked once per process
+
+
+def _has_primary_key(conn: Connection, table_name: str) -> bool:
+    place = (str(conn.engine.url), table_name)
+    if place not in _PRIMARY_KEYS:
+        _PRIMARY_KEYS[place] = bool(conn.connection.driver_connection.execute(
+            "SELECT count(*) FROM duckdb_constraints() WHERE table_name = ? AND constraint_type = 'PRIMARY KEY'",
+            [table_name]).fetchall()[0][0])
+    return _PRIMARY_KEYS[place]
 
 
 def bulk_append(conn: Connection, rows: pa.Table, *, table_name: str) -> int:
     """Append `rows` (Arrow, a subset of the table's columns) to any table, skipping rows whose
-    primary key is already stored or repeated in `rows`: the bulk load of an import. Returns
-    how many rows were new.
+    key is already stored or repeated in `rows`: the bulk load of an import. Returns how
+    many rows were new.
 
     Runs inside the caller's transaction, so a failed import leaves nothing behind.
     """
@@ -186,15 +269,7 @@ def bulk_append(conn: Connection, rows: pa.Table, *, table_name: str) -> int:
         return _copy_insert_postgres(conn, rows, table_name=table_name)[1]
     if conn.dialect.name != "duckdb":
         raise NotImplementedError(f"bulk insert for {conn.dialect.name} is not implemented yet")
-    key = [f'"{column.name}"' for column in metadata.tables[table_name].primary_key.columns]
-    columns = ", ".join(f'"{name}"' for name in rows.column_names)
-    once = f"QUALIFY row_number() OVER (PARTITION BY {', '.join(key)}) = 1 ON CONFLICT DO NOTHING" if key else ""
-    raw = conn.connection.driver_connection
-    raw.register("_appending", rows)
-    try:
-        return raw.execute(f'INSERT INTO "{table_name}" ({columns}) SELECT {columns} FROM _appending {once}').fetchone()[0]
-    finally:
-        raw.unregister("_appending")
+    return _insert_new_duckdb(conn, rows, metadata.tables[table_name], returning=False)[1]
 
 
 def advance_sequences(conn: Connection) -> None:
@@ -234,7 +309,36 @@ def append(conn: Connection, table: sa.Table, rows: pa.Table) -> None:
         conn.execute(table.insert(), rows.to_pylist())
 
 
+def upsert(conn: Connection, table: sa.Table, rows: pa.Table, *, newer: str) -> None:
+    """Insert `rows` (one per primary key), or update the stored row where this one's `newer`
+    column is later: state tables (the latest of something per key), not history."""
+    if rows.num_rows == 0:
+        return
+    key = ", ".join(f'"{column.name}"' for column in table.primary_key.columns)
+    columns = ", ".join(f'"{name}"' for name in rows.column_names)
+    updates = ", ".join(f'"{name}" = excluded."{name}"' for name in rows.column_names if name not in table.primary_key.columns)
+    conflict = f'ON CONFLICT ({key}) DO UPDATE SET {updates} WHERE excluded."{newer}" > "{table.name}"."{newer}"'
+    if conn.dialect.name == "duckdb":
+        if not conn.in_transaction():
+            conn.begin()
+        raw = conn.connection.driver_connection
+        raw.register("_upsert", rows)
+        try:
+            raw.execute(f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM _upsert {conflict}')
+        finally:
+            raw.unregister("_upsert")
+        return
+    values = ", ".join("(" + ", ".join(f":{name}_{i}" for name in rows.column_names) + ")" for i in range(rows.num_rows))
+    params = {f"{name}_{i}": value for i, row in enumerate(rows.to_pylist()) for name, value in row.items()}
+    conn.execute(sa.text(f'INSERT INTO "{table.name}" ({columns}) VALUES {values} {conflict}'), params)
+
+
 def _create_postgres_indexes(conn: Connection) -> None:
+    for table_name, columns in UNIQUE_KEYS.items():
+        if not metadata.tables[table_name].primary_key.columns:
+            quoted = ", ".join(f'"{column}"' for column in columns)
+            conn.exec_driver_sql(f'CREATE UNIQUE INDEX IF NOT EXISTS "ux_{table_name}_{"_".join(columns)}" '
+                                 f'ON "{table_name}" ({quoted})')
     for table_name, indexes in POSTGRES_INDEXES.items():
         for columns in indexes:
             name = f"ix_{table_name}_{'_'.join(columns)}"
@@ -265,7 +369,7 @@ def _copy_insert_postgres(
     Returns the first key column of the inserted rows (when `returning`) and their count.
     """
     table = metadata.tables[table_name]
-    key = [column.name for column in table.primary_key.columns]
+    key = table_key(table)
     rows = _naive_utc(_without_nul(rows, table))
     staging = f"_incoming_{table_name}"
     columns = ", ".join(f'"{name}"' for name in rows.column_names)

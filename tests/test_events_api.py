@@ -246,3 +246,68 @@ def test_random_bodies_never_get_a_5xx(client, body):
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
     answer = client.post("/v1/events", content=content, headers={"content-type": "application/json"})
     assert answer.status_code < 500, answer.text
+
+
+def test_ok_heartbeats_are_host_state_and_only_transitions_are_events(db_url):
+    """An `ok` heartbeat updates its host's row (last seen, clock offset) instead of being
+    stored; going quiet stores `lost`, beating again stores `ok` with `back`."""
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    import sqlalchemy as sa
+
+    from faultgraph.service import store
+    from faultgraph.service.events.models import hosts_seen
+
+    def beat(host: str, skew: float = 0.0) -> dict:
+        at = datetime.now(UTC) - timedelta(seconds=skew)
+        return {"time": at.isoformat(), "host": host, "kind": "host_heartbeat", "attrs": {"state": "ok"}}
+
+    def transitions() -> list[tuple[str, str, bool]]:
+        found = srv.client.get("/v1/events", params={"kind": "host_heartbeat"}).json()["events"]
+        return [(e["host"], e["attrs"]["state"], bool(e["attrs"].get("back"))) for e in found]
+
+    srv = start_server(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"})
+    try:
+        nic = {"time": T0, "host": "node0001", "kind": "nic_error", "attrs": {"count": 1}}
+        answer = srv.client.post("/v1/events", json=[beat("node0001", skew=5.0), beat("node0002"), nic])
+        assert answer.json() == {"accepted": 3, "duplicates": 0, "rejected": []}
+        assert [e["kind"] for e in srv.client.get("/v1/events").json()["events"]] == ["nic_error"]
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and len(transitions()) < 2:
+            time.sleep(0.2)
+        assert sorted(transitions()) == [("node0001", "lost", False), ("node0002", "lost", False)]
+        srv.client.post("/v1/events", json=[beat("node0002")]).raise_for_status()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and ("node0002", "ok", True) not in transitions():
+            time.sleep(0.2)
+        assert ("node0002", "ok", True) in transitions()
+    finally:
+        srv.stop()
+    engine = store.make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            seen = {row.host: row for row in conn.execute(sa.select(hosts_seen))}
+    finally:
+        engine.dispose()
+    assert set(seen) == {"node0001", "node0002"}
+    assert 4.0 < seen["node0001"].clock_offset_s < 10.0  # its agent's clock runs 5 s behind
+    assert seen["node0002"].last_seen > seen["node0001"].last_seen
+
+
+def test_a_client_gone_mid_body_is_one_line_not_a_traceback(server):
+    """A post whose sender disconnects before the body is complete stores nothing and is
+    not logged as a server error."""
+    import socket
+    import time
+
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(b"POST /v1/events HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                     b"content-length: 100000\r\n\r\n[{\"time\": \"2026-11-29T08:00:00Z\", ")
+        time.sleep(0.5)
+    time.sleep(0.5)
+    assert server.client.get("/v1/events").json()["events"] == []
+    server.stop()
+    output = server.process.stdout.read().decode(errors="replace")
+    assert "Traceback" not in output and "ERROR" not in output, output[-2000:]

@@ -48,6 +48,19 @@ def test_first_arrival_wins_and_stored_ids_are_skipped(engine):
     assert stored == {"a": "first", "b": None, "c": None}
 
 
+def test_a_retried_batch_spanning_years_is_stored_once(engine):
+    """Duplicates are found by id near each span of event-time minutes the batch covers,
+    however far apart the spans and whatever the store holds between them."""
+    moments = [T0, T0 + timedelta(minutes=59), T0 + timedelta(hours=3), T0 - timedelta(days=700)]
+    batch = [item(f"r{i}", time=moment) for i, moment in enumerate(moments)]
+    filler = [item(f"f{i}", time=T0 - timedelta(days=i)) for i in range(1, 50)]
+    assert len(insert(engine, rows_of(batch + filler, 1))) == len(batch) + len(filler)
+    assert insert(engine, rows_of(batch, 100)) == []
+    assert insert(engine, rows_of([*batch, item("new", time=T0 + timedelta(days=1))], 200)) == ["new"]
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(events)).scalar_one() == len(batch) + len(filler) + 1
+
+
 def test_uncommitted_insert_is_not_stored(engine):
     with engine.connect() as conn:
         assert store.insert_ignoring_duplicates(conn, rows_of([item("gone")], 1), table_name="events") == ["gone"]

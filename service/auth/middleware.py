@@ -61,7 +61,7 @@ class Authenticate:
         state = scope["app"].state
         authenticator: Authenticator = state.auth
         if authenticator.stale:
-            await run_in_threadpool(authenticator.reload)
+            await run_in_threadpool(authenticator.refresh)
         peer_names = scope.get("state", {}).get(PEER_NAMES, frozenset())
         principal = authenticator.authenticate(bearer_token(Headers(scope=scope)), peer_names=peer_names)
         if principal is None:

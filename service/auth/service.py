@@ -221,6 +221,14 @@ class Authenticator:
             self._write_back()
             self._snapshot = self._load()
 
+    def refresh(self) -> None:
+        """Reload if still stale once the lock is ours: of a storm's requests that all found
+        the copy stale, one reads the database and the rest wait for it."""
+        with self._lock:
+            if self.stale:
+                self._write_back()
+                self._snapshot = self._load()
+
     def _write_back(self) -> None:
         due = {token_id: when for token_id, when in list(self._used.items())
                if when - self._written.get(token_id, 0.0) >= LAST_USED_PRECISION_S}

@@ -26,7 +26,7 @@ from faultgraph.service.store import JSON, metadata
 events = sa.Table(
     "events",
     metadata,
-    sa.Column("id", sa.String, primary_key=True),
+    sa.Column("id", sa.String, nullable=False),  # unique by store.UNIQUE_KEYS, not a primary key
     sa.Column("seq", sa.BigInteger, nullable=False),
     sa.Column("time", sa.DateTime, nullable=False),
     sa.Column("received", sa.DateTime, nullable=False),
@@ -38,6 +38,34 @@ events = sa.Table(
     sa.Column("rank", sa.Integer),
     sa.Column("message", sa.String),
     sa.Column("attrs", JSON),
+)
+
+# Heartbeats are state, not rows: an agent's `ok` heartbeat updates its host's row here (in
+# the same commit as the batch it came in) and is not stored as an event; the timeline keeps
+# the transitions (`lost`, and `ok` with `back` when a lost host beats again). One row per
+# host, so a year of heartbeats costs what a day does. `clock_offset_s` is when the service
+# received the beat minus the time the agent put on it (its clock's error plus transit).
+hosts_seen = sa.Table(
+    "hosts_seen",
+    metadata,
+    sa.Column("host", sa.String, primary_key=True),
+    sa.Column("last_seen", sa.DateTime, nullable=False),  # received, the service's clock
+    sa.Column("last_beat", sa.DateTime, nullable=False),  # the heartbeat's own time
+    sa.Column("clock_offset_s", sa.Float, nullable=False),
+)
+
+# Hourly counts of the raw events retention removed (service/events/flows.py): what the
+# statistics of low-severity noise need once its rows are gone.
+event_rollups = sa.Table(
+    "event_rollups",
+    metadata,
+    sa.Column("hour", sa.DateTime, primary_key=True),
+    sa.Column("host", sa.String, primary_key=True),
+    sa.Column("kind", sa.String, primary_key=True),
+    sa.Column("severity", sa.String, primary_key=True),
+    sa.Column("count", sa.BigInteger, nullable=False),
+    sa.Column("first", sa.DateTime, nullable=False),  # the earliest and latest removed event's
+    sa.Column("last", sa.DateTime, nullable=False),   # time: the stream's span survives pruning
 )
 
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)

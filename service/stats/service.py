@@ -33,7 +33,7 @@ from faultgraph.attribution.ledger import ledger
 from faultgraph.attribution.reliability import between_failures, mtbf, unit_mtbf
 from faultgraph.attribution.topology import COMPONENT_TYPES, Topology
 from faultgraph.service import store
-from faultgraph.service.events.models import events
+from faultgraph.service.events.models import event_rollups, events
 from faultgraph.service.events.service import format_time
 from faultgraph.service.incidents.models import incidents
 
@@ -53,10 +53,14 @@ SIMULATED_MTBFS_PER_RUN = 50
 
 
 def event_span(conn: Connection) -> tuple[datetime | None, datetime | None]:
-    """The times of the first and the last stored event of the cluster: the service's own
-    audit trail (a token made today) does not stretch a replayed history's observed hours."""
+    """The times of the first and the last event of the cluster seen, stored or since rolled up
+    by retention; the service's own audit trail (a token made today) does not stretch a
+    replayed history's observed hours."""
     low, high = conn.execute(sa.select(sa.func.min(events.c.time), sa.func.max(events.c.time))
                              .where(events.c.kind != "audit")).one()
+    rolled_low, rolled_high = conn.execute(sa.select(sa.func.min(event_rollups.c.first), sa.func.max(event_rollups.c.last))).one()
+    low = min((t for t in (low, rolled_low) if t is not None), default=None)
+    high = max((t for t in (high, rolled_high) if t is not None), default=None)
     return store.from_db_time(low), store.from_db_time(high)
 
 
