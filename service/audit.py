@@ -51,13 +51,12 @@ def record(request: Request, *, action: str, target: str | None = None, detail: 
     returns once it is durable (call from a worker thread, as sync routes run)."""
     principal = getattr(request.state, "principal", None)
     actor = principal.actor if principal is not None else "anonymous"
-    audit = event(actor=actor, action=action, target=target, detail=detail)
-    rows = service.to_rows([audit], received=datetime.now(UTC))
+    pending = service.Pending([event(actor=actor, action=action, target=target, detail=detail)], datetime.now(UTC))
     writer = request.app.state.writer
     deadline = time.monotonic() + 60
     while True:  # an ingest storm may fill the queue: wait for room rather than lose the record
         try:
-            future = writer.submit(rows)
+            future = writer.submit(pending)
             break
         except WriterBusy:
             if time.monotonic() > deadline:

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 
 from faultgraph.service import audit, store
 from faultgraph.service.events.models import events
-from faultgraph.service.events.service import format_time, to_rows
+from faultgraph.service.events.service import Pending, format_time
 from faultgraph.service.remediation.models import ACTOR
 
 Store = Callable[[list[dict]], None]
@@ -39,7 +39,7 @@ def audit_event(*, time: datetime, action: str, host: str, detail: dict) -> dict
 def writer_store(writer) -> Store:
     """A `Store` through the app's group-commit writer, returning once durable."""
     def keep(generated: list[dict]) -> None:
-        writer.submit(to_rows(generated, received=datetime.now(UTC))).result(timeout=60)
+        writer.submit(Pending(generated, datetime.now(UTC))).result(timeout=60)
     return keep
 
 
