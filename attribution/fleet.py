@@ -29,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -245,7 +246,7 @@ def summarize(found: list[Exposure], *, fdr: float = 0.05, offenders: int | None
     by_cause: dict[str, list[float | None]] = defaultdict(list)
     for cause, hours in repair_of:
         by_cause[cause].append(hours)
-    causes = []
+    causes: list[dict[str, Any]] = []
     for cause, items in by_cause.items():
         done = quantiles([hours for hours in items if hours is not None])
         causes.append({"cause": cause, "faults": len(items), "mttr_median_hours": done["median"],

@@ -89,9 +89,9 @@ def measure(record: JobRecord) -> dict:
         by_cause[stop.cause] += cost["downtime_hours"] + cost["rollback_hours"]
     lost["checkpoint"] = sum(seconds for t, seconds in record.saves if record.start <= t < record.end) / 3600
     for slow in record.slowdowns:
-        cost = slow.slowdown * _hours(max(slow.start, record.start), min(slow.end, record.end))
-        lost["degradation"] += cost
-        by_cause[slow.cause] += cost
+        slowed = slow.slowdown * _hours(max(slow.start, record.start), min(slow.end, record.end))
+        lost["degradation"] += slowed
+        by_cause[slow.cause] += slowed
     wall = _hours(record.start, record.end)
     productive = max(0.0, wall - sum(lost.values()))
     unplanned = len(downtimes)
@@ -110,16 +110,17 @@ def model(*, wall_hours: float, interruptions: int, saves: list[tuple[datetime, 
     cannot be measured (no failure yet, fewer than two saves)."""
     times = sorted(t for t, _ in saves)
     intervals = [(b - a).total_seconds() / 60 for a, b in pairwise(times) if b > a]
+    restart = statistics.median(downtimes) * 60 if downtimes else 0.0
     settings = {
         "mtbf_hours": wall_hours / interruptions if interruptions else None,
         "save_minutes": statistics.median(s / 60 for _, s in saves) if saves else None,
         "interval_minutes": statistics.median(intervals) if intervals else None,
-        "restart_minutes": statistics.median(downtimes) * 60 if downtimes else 0.0,
+        "restart_minutes": restart,
     }
     if settings["mtbf_hours"] is None or settings["save_minutes"] is None or settings["interval_minutes"] is None:
         return {**settings, "eta": None, "note": "needs at least one interruption and two checkpoint saves"}
     parts = goodput(interval=settings["interval_minutes"], save=settings["save_minutes"],
-                    restart=settings["restart_minutes"], mtbf=settings["mtbf_hours"] * 60)
+                    restart=restart, mtbf=settings["mtbf_hours"] * 60)
     return {**settings, "eta": parts["value"], "checkpoint_overhead": parts["checkpoint_overhead"],
             "rework": parts["rework"], "restart": parts["restart"]}
 

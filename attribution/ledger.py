@@ -218,9 +218,9 @@ def published_discrepancies(rows: Iterable[Mapping], *, decimals: int = 1) -> li
         tally[2] += 1
         if abs(100 * count / total - printed) > half_unit + 1e-9:
             found.append(_discrepancy("cause", row["cause"], count, printed, total))
-    for category, (count, printed, rows_in_category) in by_category.items():
-        if abs(100 * count / total - printed) > rows_in_category * half_unit + 1e-9:
-            found.append(_discrepancy("category", category, int(count), printed, total))
+    for category, (in_category, printed_sum, rows_in_category) in by_category.items():
+        if abs(100 * in_category / total - printed_sum) > rows_in_category * half_unit + 1e-9:
+            found.append(_discrepancy("category", category, int(in_category), printed_sum, total))
     printed_total = math.fsum(float(row["paper_percent"]) for row in materialized)
     if abs(printed_total - 100.0) > len(materialized) * half_unit + 1e-9:
         found.append(_discrepancy("total", "all", total, printed_total, total))
