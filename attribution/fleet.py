@@ -99,7 +99,7 @@ class Unit:
     serial: str | None = None
     history: list[Transition] = field(default_factory=list)
     episodes: list[Episode] = field(default_factory=list)
-    retired: list[list] = field(default_factory=list)  # [from, to or None] spans out of the fleet
+    retired: list[list[Any]] = field(default_factory=list)  # [from, to or None] spans out of the fleet
 
 
 def replay(transitions: Iterable[Transition]) -> dict[str, Unit]:
@@ -208,7 +208,7 @@ def quantiles(values: list[float]) -> dict[str, float | None]:
 
 
 def repeat_offenders(counts: Mapping[str, int], hours: Mapping[str, float], *, fdr: float = 0.05,
-                     limit: int | None = 50) -> list[dict]:
+                     limit: int | None = 50) -> list[dict[str, Any]]:
     """Units with more faults than the fleet's rate makes likely, worst (smallest p) first.
 
     `counts` and `hours`: faults and exposure per unit, every unit of the fleet in `hours`
@@ -237,7 +237,7 @@ def repeat_offenders(counts: Mapping[str, int], hours: Mapping[str, float], *, f
     return found
 
 
-def summarize(found: list[Exposure], *, fdr: float = 0.05, offenders: int | None = 50) -> dict:
+def summarize(found: list[Exposure], *, fdr: float = 0.05, offenders: int | None = 50) -> dict[str, Any]:
     """The fleet statistics of SPEC §7 over per-unit exposures."""
     exposure_hours = sum(item.hours for item in found)
     faults = [episode for item in found for episode in item.faults]

@@ -21,6 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import pairwise
+from typing import Any
 
 from faultgraph.attribution.checkpoint import goodput
 from faultgraph.attribution.ledger import gpu_hours_lost
@@ -66,7 +67,7 @@ def _hours(low: datetime, high: datetime) -> float:
     return max(0.0, (high - low).total_seconds() / 3600)
 
 
-def measure(record: JobRecord) -> dict:
+def measure(record: JobRecord) -> dict[str, Any]:
     """The job's η and lost hours by bucket and cause, and the model's η beside it."""
     lost = dict.fromkeys(BUCKETS, 0.0)
     by_cause: dict[str, float] = defaultdict(float)
@@ -105,7 +106,7 @@ def measure(record: JobRecord) -> dict:
 
 
 def model(*, wall_hours: float, interruptions: int, saves: list[tuple[datetime, float]],
-          downtimes: list[float]) -> dict:
+          downtimes: list[float]) -> dict[str, Any]:
     """The first-order η (checkpoint.goodput) at what was measured; null where a setting
     cannot be measured (no failure yet, fewer than two saves)."""
     times = sorted(t for t, _ in saves)
@@ -125,7 +126,7 @@ def model(*, wall_hours: float, interruptions: int, saves: list[tuple[datetime, 
             "rework": parts["rework"], "restart": parts["restart"]}
 
 
-def combine(measured: list[dict]) -> dict:
+def combine(measured: list[dict[str, Any]]) -> dict[str, Any]:
     """Several jobs' measures, GPU-hour weighted: each job's hours count × its GPUs, so the
     hours of the answer are GPU-hours (`hours_are`) and η is the share of GPU time productive."""
     weight = {m["job"]: m["gpus"] for m in measured}
