@@ -7,7 +7,7 @@ SXid codes in the catalogue, the other kinds by `KIND_DEFAULTS` below.
 """
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from faultgraph.ingest import catalogue
 
@@ -55,11 +55,11 @@ _FAILED = Signal("symptom", "nccl_watchdog", 0.0, True)
 _LIFECYCLE = Signal("lifecycle", "unknown", 0.0, False)
 
 
-def _severity(event: dict) -> str:
+def _severity(event: dict[str, Any]) -> str:
     return event.get("severity") or "error"
 
 
-def classify(event: dict) -> Signal:
+def classify(event: dict[str, Any]) -> Signal:
     """Classify one event (a stored envelope dict)."""
     kind = event["kind"]
     attrs = event.get("attrs") or {}

@@ -16,6 +16,7 @@ clock, not the host's, and says nothing about when things happened in a backfill
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
+from typing import Any
 
 # Events these kinds are posted by services (scheduler, trainer's launcher, the service's
 # own liveness), on their clocks, not on the host's.
@@ -29,17 +30,17 @@ SAME_HANG = timedelta(minutes=10)
 NEGLIGIBLE = timedelta(seconds=1)
 
 
-def received_time(event: Mapping) -> bool:
+def received_time(event: Mapping[str, Any]) -> bool:
     """Whether the event's time is its receipt's, not its own."""
     return (event.get("attrs") or {}).get("time_source") == "received"
 
 
-def on_host_clock(event: Mapping) -> bool:
+def on_host_clock(event: Mapping[str, Any]) -> bool:
     """Whether the event's time was read from the host's own clock."""
     return not received_time(event) and (event["kind"] not in SERVICE_KINDS or event.get("rank") is not None)
 
 
-def offsets(events: Iterable[Mapping], job_of: Mapping[str, str] | None = None) -> dict[str, timedelta]:
+def offsets(events: Iterable[Mapping[str, Any]], job_of: Mapping[str, str | None] | None = None) -> dict[str, timedelta]:
     """Each host's clock offset (its clock minus the reference), for hosts seen in a hang.
 
     A hang is one job's timeouts at one collective sequence number; `job_of` names the job

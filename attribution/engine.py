@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from itertools import pairwise
-from typing import Protocol
+from typing import Any, Protocol
 
 from faultgraph.attribution import clock, evidence, pricing, racks, rollback
 from faultgraph.attribution.causes import category_of
@@ -46,7 +46,7 @@ class Cluster(Protocol):
 
     def jobs_on(self, host: str, at: datetime) -> list[str]: ...
 
-    def resolve(self, event: dict, placement: Placement | None = None) -> str | None: ...
+    def resolve(self, event: dict[str, Any], placement: Placement | None = None) -> str | None: ...
 
     def peer(self, peer: str, placement: Placement | None = None) -> str | None: ...
 
@@ -65,10 +65,10 @@ class Draft:
     last: datetime
     members: list[Item] = field(default_factory=list)
     evidence: list[Item] = field(default_factory=list)
-    root_cause: dict = field(default_factory=dict)
-    candidates: list[dict] = field(default_factory=list)
-    action: dict = field(default_factory=dict)
-    interruption: dict = field(default_factory=dict)
+    root_cause: dict[str, Any] = field(default_factory=dict)
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    action: dict[str, Any] = field(default_factory=dict)
+    interruption: dict[str, Any] = field(default_factory=dict)
     planned: bool = False
     type: str = "interruption"  # SPEC §5: interruption, degradation or fault
     clock_offsets: dict[str, float] = field(default_factory=dict)  # host → seconds its clock is ahead
@@ -96,11 +96,11 @@ def effective_time(item: Item) -> datetime:
     return item.time
 
 
-def _items(events: Sequence[dict], cluster: Cluster) -> tuple[list[Item], dict[str, timedelta]]:
+def _items(events: Sequence[dict[str, Any]], cluster: Cluster) -> tuple[list[Item], dict[str, timedelta]]:
     """Each event read, resolved and placed on corrected time; and the hosts' clock offsets."""
     seen: dict[tuple[str, int], str | None] = {}
 
-    def job_of(event: dict) -> str | None:  # per host and ten minutes: a storm asks 16,384 times
+    def job_of(event: dict[str, Any]) -> str | None:  # per host and ten minutes: a storm asks 16,384 times
         key = (event["host"], int(event["time"].timestamp() // 600))
         if key not in seen:
             jobs = cluster.jobs_on(event["host"], event["time"])
@@ -126,7 +126,7 @@ def _items(events: Sequence[dict], cluster: Cluster) -> tuple[list[Item], dict[s
     return items, offsets
 
 
-def _aer_source(event: dict, cluster: Cluster) -> str | None:
+def _aer_source(event: dict[str, Any], cluster: Cluster) -> str | None:
     """A root port's AER line names the device that sent the error (`error received:
     0000:19:00.0`): the NIC or GPU behind the port is the suspect, not the port."""
     source = (event.get("attrs") or {}).get("source_id")
@@ -233,9 +233,9 @@ def _touches(item: Item, reach: frozenset[str], topology: Topology | None) -> bo
 PART_EVIDENCE = 0.3
 
 
-def _combine(votes: Sequence[Vote]) -> dict[str, dict]:
+def _combine(votes: Sequence[Vote]) -> dict[str, dict[str, Any]]:
     """Votes → per-component total score, evidence and the most specific cause named."""
-    totals: dict[str, dict] = {}
+    totals: dict[str, dict[str, Any]] = {}
     for vote in votes:
         entry = totals.setdefault(vote.component, {"score": 0.0, "evidence": [], "causes": defaultdict(float), "rules": set(),
                                                    "strongest": 0.0})
@@ -268,7 +268,7 @@ def _combine(votes: Sequence[Vote]) -> dict[str, dict]:
     return totals
 
 
-def _pick_cause(entry: dict) -> str:
+def _pick_cause(entry: dict[str, Any]) -> str:
     causes = entry["causes"]
     specific = {c: s for c, s in causes.items() if c not in ("unknown", "nccl_watchdog")}
     pool = specific or causes
@@ -276,7 +276,7 @@ def _pick_cause(entry: dict) -> str:
 
 
 def _action(component: str | None, cause: str, draft: Draft, cluster: Cluster, placement: Placement | None,
-            cost: dict | None) -> dict:
+            cost: dict[str, Any] | None) -> dict[str, Any]:
     """What on-call should do: evict a replica, restart, replace a link, roll back, or nothing;
     between evicting and restarting, the cheaper in GPU-hours (`attribution/pricing.py`)."""
     category = category_of(cause)
@@ -313,13 +313,13 @@ def _action(component: str | None, cause: str, draft: Draft, cluster: Cluster, p
     return {"kind": "evict", "target": host, "detail": f"evict {host}{replica}, drain it for repair, and continue{priced}"}
 
 
-def _priced(cost: dict) -> str:
+def _priced(cost: dict[str, Any]) -> str:
     return (f"evicting costs {cost['evict_gpu_hours']:g} GPU-h at n−{cost['inputs']['evicted_gpus']}, "
             f"restarting {cost['restart_gpu_hours']:g} GPU-h")
 
 
 def _cost(component: str | None, cause: str, draft: Draft, lifecycle: Sequence[Item],
-          placement: Placement | None, failed_at: datetime) -> dict | None:
+          placement: Placement | None, failed_at: datetime) -> dict[str, Any] | None:
     """Evict versus restart in GPU-hours, for a job whose layout is known."""
     if placement is None or not component or "~" in component or draft.planned:
         return None
@@ -335,7 +335,7 @@ def _cost(component: str | None, cause: str, draft: Draft, lifecycle: Sequence[I
                          failed_at=failed_at, last_checkpoint=saved, restarted_at=restarted)
 
 
-def _explain(draft: Draft, component: str | None, cause: str, evidence_items: list[Item], action: dict) -> str:
+def _explain(draft: Draft, component: str | None, cause: str, evidence_items: list[Item], action: dict[str, Any]) -> str:
     if component is None:
         return (f"{draft.symptoms} symptoms on {draft.hosts} hosts from {draft.start:%H:%M:%S} with no hardware "
                 f"trace; no component could be isolated, {action['detail']}.")
@@ -366,7 +366,7 @@ def _raised(item: Item) -> str:
 
 
 def _interruption(draft: Draft, lifecycle: Sequence[Item], cluster: Cluster, placement: Placement | None,
-                  failed_at: datetime) -> dict:
+                  failed_at: datetime) -> dict[str, Any]:
     """When the job stopped, when it ran again, and what that cost (attribution/ledger.py)."""
     job_events = [item for item in lifecycle if draft.job and item.event.get("job") == draft.job]
     # The interruption ends when the job runs again; a job that was ended instead ends it
@@ -440,7 +440,7 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
     # The failure happened at the root's first evidence when there is one, else at the hang start.
     began = min(draft.start, hung)
     near = first is not None and began - LOOKBACK <= effective_time(first) <= draft.last
-    failed_at = effective_time(first) if near else began
+    failed_at = effective_time(first) if near and first is not None else began
     draft.interruption = _interruption(draft, lifecycle, cluster, placement, failed_at)
     cost = _cost(root, cause, draft, lifecycle, placement, failed_at)
     draft.action = _action(root, cause, draft, cluster, placement, cost)
@@ -513,7 +513,7 @@ def _flaps_ridden_out(items: list[Item]) -> list[Item]:
     """A link that dropped and came back within `LOOKAHEAD` is evidence, not a fault: jobs
     ride such flaps out (NCCL retries). Several such flaps close together stay faults (a
     flapping cable), and so does a drop that lasted."""
-    links: dict[str, list[Item]] = defaultdict(list)
+    links: dict[str | None, list[Item]] = defaultdict(list)
     for item in items:
         if item.event["kind"] == "nic_link":
             links[item.component].append(item)
@@ -547,7 +547,7 @@ def _next_starts(drafts: Sequence[Draft]) -> dict[int, datetime]:
     return following
 
 
-def analyse(events: Sequence[dict], cluster: Cluster) -> list[Draft]:
+def analyse(events: Sequence[dict[str, Any]], cluster: Cluster) -> list[Draft]:
     """Incidents of a window of events (sorted by time, then id)."""
     items, offsets = _items(events, cluster)
     items = _flaps_ridden_out(items)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from math import exp
-from typing import Protocol
+from typing import Any, Protocol
 
 from faultgraph.attribution.classify import Signal
 from faultgraph.attribution.placement import Placement
@@ -22,14 +22,14 @@ from faultgraph.attribution.topology import Topology, link_id
 class Item:
     """One event as the engine sees it: the stored envelope, its reading, and where it is."""
 
-    event: dict
+    event: dict[str, Any]
     signal: Signal
     component: str | None
     time: datetime
 
     @property
     def id(self) -> str:
-        return self.event["id"]
+        return str(self.event["id"])
 
 
 @dataclass
@@ -106,7 +106,7 @@ def flapping(items: Iterable[Item], topology: Topology | None, *, min_downs: int
         cycles = [e for e in events if any(timedelta(0) <= up - e.time <= FLAP_BACK for up in ups[nic])]
         if len(events) < min_downs or len(cycles) < min_downs:
             continue
-        switches = [n for n in (topology.neighbours(nic) if topology else []) if topology.type_of(n) == "switch"]
+        switches = [n for n in (topology.neighbours(nic) if topology else []) if topology is not None and topology.type_of(n) == "switch"]
         target = link_id(nic, switches[0]) if switches else nic
         votes.append(Vote(target, 1.5 * len(events), "flapping", "network_switch_cable", [e.id for e in events]))
     return votes
@@ -169,7 +169,9 @@ def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: I
         return votes
     by_host: dict[str, list[int]] = defaultdict(list)
     for rank in silent:
-        by_host[placement.host_of(rank)].append(rank)
+        host = placement.host_of(rank)
+        assert host is not None  # rank < world_size: inside the placement
+        by_host[host].append(rank)
     for host, ranks in by_host.items():
         if len(ranks) == len(placement.host_ranks(host)) and len(ranks) > 1:
             votes.append(Vote(host, 0.8, "silence", SILENT_HOST_CAUSE))
@@ -177,7 +179,9 @@ def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: I
             # A rank alone gone quiet on a host whose other ranks talk: its process stopped
             # (a dataloader deadlock, a crash) unless hardware on its GPU says otherwise.
             for rank in ranks:
-                votes.append(Vote(placement.rank_to_gpu(rank), 0.6 / len(ranks), "silence", "software_bug"))
+                gpu = placement.rank_to_gpu(rank)
+                assert gpu is not None  # as above
+                votes.append(Vote(gpu, 0.6 / len(ranks), "silence", "software_bug"))
     return votes
 
 

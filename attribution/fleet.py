@@ -29,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -98,7 +99,7 @@ class Unit:
     serial: str | None = None
     history: list[Transition] = field(default_factory=list)
     episodes: list[Episode] = field(default_factory=list)
-    retired: list[list] = field(default_factory=list)  # [from, to or None] spans out of the fleet
+    retired: list[list[Any]] = field(default_factory=list)  # [from, to or None] spans out of the fleet
 
 
 def replay(transitions: Iterable[Transition]) -> dict[str, Unit]:
@@ -207,7 +208,7 @@ def quantiles(values: list[float]) -> dict[str, float | None]:
 
 
 def repeat_offenders(counts: Mapping[str, int], hours: Mapping[str, float], *, fdr: float = 0.05,
-                     limit: int | None = 50) -> list[dict]:
+                     limit: int | None = 50) -> list[dict[str, Any]]:
     """Units with more faults than the fleet's rate makes likely, worst (smallest p) first.
 
     `counts` and `hours`: faults and exposure per unit, every unit of the fleet in `hours`
@@ -236,7 +237,7 @@ def repeat_offenders(counts: Mapping[str, int], hours: Mapping[str, float], *, f
     return found
 
 
-def summarize(found: list[Exposure], *, fdr: float = 0.05, offenders: int | None = 50) -> dict:
+def summarize(found: list[Exposure], *, fdr: float = 0.05, offenders: int | None = 50) -> dict[str, Any]:
     """The fleet statistics of SPEC §7 over per-unit exposures."""
     exposure_hours = sum(item.hours for item in found)
     faults = [episode for item in found for episode in item.faults]
@@ -245,7 +246,7 @@ def summarize(found: list[Exposure], *, fdr: float = 0.05, offenders: int | None
     by_cause: dict[str, list[float | None]] = defaultdict(list)
     for cause, hours in repair_of:
         by_cause[cause].append(hours)
-    causes = []
+    causes: list[dict[str, Any]] = []
     for cause, items in by_cause.items():
         done = quantiles([hours for hours in items if hours is not None])
         causes.append({"cause": cause, "faults": len(items), "mttr_median_hours": done["median"],

@@ -21,6 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import pairwise
+from typing import Any
 
 from faultgraph.attribution.checkpoint import goodput
 from faultgraph.attribution.ledger import gpu_hours_lost
@@ -66,7 +67,7 @@ def _hours(low: datetime, high: datetime) -> float:
     return max(0.0, (high - low).total_seconds() / 3600)
 
 
-def measure(record: JobRecord) -> dict:
+def measure(record: JobRecord) -> dict[str, Any]:
     """The job's η and lost hours by bucket and cause, and the model's η beside it."""
     lost = dict.fromkeys(BUCKETS, 0.0)
     by_cause: dict[str, float] = defaultdict(float)
@@ -89,9 +90,9 @@ def measure(record: JobRecord) -> dict:
         by_cause[stop.cause] += cost["downtime_hours"] + cost["rollback_hours"]
     lost["checkpoint"] = sum(seconds for t, seconds in record.saves if record.start <= t < record.end) / 3600
     for slow in record.slowdowns:
-        cost = slow.slowdown * _hours(max(slow.start, record.start), min(slow.end, record.end))
-        lost["degradation"] += cost
-        by_cause[slow.cause] += cost
+        slowed = slow.slowdown * _hours(max(slow.start, record.start), min(slow.end, record.end))
+        lost["degradation"] += slowed
+        by_cause[slow.cause] += slowed
     wall = _hours(record.start, record.end)
     productive = max(0.0, wall - sum(lost.values()))
     unplanned = len(downtimes)
@@ -105,26 +106,27 @@ def measure(record: JobRecord) -> dict:
 
 
 def model(*, wall_hours: float, interruptions: int, saves: list[tuple[datetime, float]],
-          downtimes: list[float]) -> dict:
+          downtimes: list[float]) -> dict[str, Any]:
     """The first-order η (checkpoint.goodput) at what was measured; null where a setting
     cannot be measured (no failure yet, fewer than two saves)."""
     times = sorted(t for t, _ in saves)
     intervals = [(b - a).total_seconds() / 60 for a, b in pairwise(times) if b > a]
+    restart = statistics.median(downtimes) * 60 if downtimes else 0.0
     settings = {
         "mtbf_hours": wall_hours / interruptions if interruptions else None,
         "save_minutes": statistics.median(s / 60 for _, s in saves) if saves else None,
         "interval_minutes": statistics.median(intervals) if intervals else None,
-        "restart_minutes": statistics.median(downtimes) * 60 if downtimes else 0.0,
+        "restart_minutes": restart,
     }
     if settings["mtbf_hours"] is None or settings["save_minutes"] is None or settings["interval_minutes"] is None:
         return {**settings, "eta": None, "note": "needs at least one interruption and two checkpoint saves"}
     parts = goodput(interval=settings["interval_minutes"], save=settings["save_minutes"],
-                    restart=settings["restart_minutes"], mtbf=settings["mtbf_hours"] * 60)
+                    restart=restart, mtbf=settings["mtbf_hours"] * 60)
     return {**settings, "eta": parts["value"], "checkpoint_overhead": parts["checkpoint_overhead"],
             "rework": parts["rework"], "restart": parts["restart"]}
 
 
-def combine(measured: list[dict]) -> dict:
+def combine(measured: list[dict[str, Any]]) -> dict[str, Any]:
     """Several jobs' measures, GPU-hour weighted: each job's hours count × its GPUs, so the
     hours of the answer are GPU-hours (`hours_are`) and η is the share of GPU time productive."""
     weight = {m["job"]: m["gpus"] for m in measured}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from faultgraph.attribution.causes import category_of
 
@@ -55,7 +55,7 @@ class Discrepancy(TypedDict):
     count_percent: float
 
 
-def _hours_lost(interruption: Mapping, index: int) -> float:
+def _hours_lost(interruption: Mapping[str, Any], index: int) -> float:
     value = interruption.get("gpu_hours_lost")
     if value is None:
         return 0.0
@@ -64,7 +64,7 @@ def _hours_lost(interruption: Mapping, index: int) -> float:
     return float(value)
 
 
-def ledger(interruptions: Iterable[Mapping]) -> Ledger:
+def ledger(interruptions: Iterable[Mapping[str, Any]]) -> Ledger:
     """Tally interruptions `{"cause", "category", "planned", "gpu_hours_lost"}` into the ledger.
 
     A missing `cause` counts as `unknown`; a missing `category` is the cause's (SPEC §6); a
@@ -190,7 +190,7 @@ def gpu_hours_lost(
     }
 
 
-def published_discrepancies(rows: Iterable[Mapping], *, decimals: int = 1) -> list[Discrepancy]:
+def published_discrepancies(rows: Iterable[Mapping[str, Any]], *, decimals: int = 1) -> list[Discrepancy]:
     """Where a published table's printed percentages disagree with its own counts.
 
     Each row gives `cause`, `count`, `paper_percent` and optionally `category` (else the
@@ -218,9 +218,9 @@ def published_discrepancies(rows: Iterable[Mapping], *, decimals: int = 1) -> li
         tally[2] += 1
         if abs(100 * count / total - printed) > half_unit + 1e-9:
             found.append(_discrepancy("cause", row["cause"], count, printed, total))
-    for category, (count, printed, rows_in_category) in by_category.items():
-        if abs(100 * count / total - printed) > rows_in_category * half_unit + 1e-9:
-            found.append(_discrepancy("category", category, int(count), printed, total))
+    for category, (in_category, printed_sum, rows_in_category) in by_category.items():
+        if abs(100 * in_category / total - printed_sum) > rows_in_category * half_unit + 1e-9:
+            found.append(_discrepancy("category", category, int(in_category), printed_sum, total))
     printed_total = math.fsum(float(row["paper_percent"]) for row in materialized)
     if abs(printed_total - 100.0) > len(materialized) * half_unit + 1e-9:
         found.append(_discrepancy("total", "all", total, printed_total, total))

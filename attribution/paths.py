@@ -117,7 +117,9 @@ class Paths:
         for gpu in gpus:
             if gpu is None or self.topology.type_of(gpu) != "gpu":
                 continue
-            by_host.setdefault(self.topology.host_of(gpu), []).append(gpu)
+            host = self.topology.host_of(gpu)
+            assert host is not None, f"{gpu} has no host"  # the topology gives every GPU its host
+            by_host.setdefault(host, []).append(gpu)
         nodes: set[str] = set()
         links: set[str] = set()
         leaf_groups: dict[object, set[str]] = {}

@@ -11,6 +11,7 @@ Inputs the events do not give are assumptions and are named as such in the answe
 """
 
 from datetime import datetime, timedelta
+from typing import Any
 
 # How long the job runs short before the evicted replicas rejoin (assumed): a spare host
 # takes the drained one's place at the job's next checkpoint restart, which at scale comes
@@ -28,7 +29,7 @@ DEFAULT_ROLLBACK = timedelta(minutes=15)
 
 
 def price(*, world: int, evicted: int, category: str, failed_at: datetime, last_checkpoint: datetime | None,
-          restarted_at: datetime | None) -> dict:
+          restarted_at: datetime | None) -> dict[str, Any]:
     """Both options' GPU-hours with their inputs; `cheaper` names the smaller."""
     assumed = []
     repair = REPAIR_HOURS.get(category)

@@ -110,7 +110,7 @@ def nvlink_domain(items: Sequence[Item], topology: Topology | None) -> list[Vote
     votes = []
     for chip, own in chip_items.items():
         rack = rack_of(topology, chip)
-        reporters = trays.get(rack, {})
+        reporters = trays.get(rack, {}) if rack is not None else {}
         explained = sum(i.signal.weight for tray in reporters.values() for i in tray)  # every NVLink error it explains
         score = max(i.signal.weight for i in own) + explained + _PER_TRAY * len(reporters)
         evidence = [i.id for i in own] + [i.id for tray in reporters.values() for i in tray][:48]

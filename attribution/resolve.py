@@ -158,7 +158,7 @@ class Resolver:
             return None
         name = name.strip()
         if self.topology is None:
-            return name
+            return str(name)
         return (
             self._hosts.get(name)
             or self._hosts.get(name.lower())
@@ -225,7 +225,7 @@ class Resolver:
             return None
         component = component.strip()
         if self.topology is not None and component in self.topology:
-            return component
+            return str(component)
         ends = split_link_id(component)
         if ends is not None:
             a, b = self.canonical(ends[0]), self.canonical(ends[1])
@@ -282,7 +282,7 @@ class Resolver:
         if port is not None:
             for link in self.topology.links_of(gpu):
                 if link["type"] == "nvlink" and port in link["attrs"].get("gpu_links", ()):
-                    return link["id"]
+                    return str(link["id"])
         peer = attrs.get("peer")
         if isinstance(peer, str):
             far = self.canonical(peer)
@@ -312,7 +312,7 @@ class Resolver:
         if rank is None:
             rank = _int(attrs.get("rank"))
         gpu = None if rank is None else placement.rank_to_gpu(rank)
-        if gpu is None:
+        if rank is None or gpu is None:
             return None
         # A rank that the placement puts on another host than the line came from is a
         # stale or wrong placement; trust where the line was logged.

@@ -139,7 +139,7 @@ _NOISE_KINDS = (("edac", 0.25), ("sbe", 0.3), ("symbol", 0.3), ("gpu_warm", 0.15
 def _noise(b: _Builder, start: datetime, end: datetime, per_host_hour: float) -> None:
     hosts = sorted(b.hosts)
     span = (end - start).total_seconds()
-    kinds, weights = zip(*_NOISE_KINDS)
+    kinds, weights = [k for k, _ in _NOISE_KINDS], [w for _, w in _NOISE_KINDS]
     for _ in range(int(len(hosts) * span / 3600 * per_host_hour)):
         host, t = b.rng.choice(hosts), b.after(start, 0, span)
         if not b.quiet_at(host, t):

@@ -103,7 +103,7 @@ class Topology:
         return isinstance(component, str) and component in self.graph
 
     def __len__(self) -> int:
-        return self.graph.number_of_nodes()
+        return int(self.graph.number_of_nodes())
 
     def component(self, component: str) -> dict[str, Any] | None:
         """One component as `{"id", "type", "host", "attrs"}`, or None if unknown."""

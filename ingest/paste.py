@@ -108,7 +108,7 @@ class _Clock:
         while k != end and memo[k] is None and self.own(k)[0] is None:
             walked.append(k)
             k += step
-        found = end if k == end else (memo[k] if memo[k] is not None else k)
+        found = end if k == end else (known if (known := memo[k]) is not None else k)
         for j in walked:
             memo[j] = found
         if k != end and memo[k] is None:
@@ -121,11 +121,14 @@ class _Clock:
             return stamp, True
         before = self._nearest(i, -1, self._before, -1)
         if before >= 0:
-            return self.own(before)[0] + timedelta(microseconds=i - before), False  # type: ignore[operator]
+            stamped = self.own(before)[0]
+            assert stamped is not None  # _nearest stops at a line with its own time
+            return stamped + timedelta(microseconds=i - before), False
         n = len(self.texts)
         after = self._nearest(i, 1, self._after, n)
         anchor, at = (self.own(after)[0], after) if after < n else (self.received, n)
-        return anchor - timedelta(milliseconds=at - i), False  # type: ignore[operator]
+        assert anchor is not None  # as above; a paste without times falls back to its receipt
+        return anchor - timedelta(milliseconds=at - i), False
 
 
 @dataclass
@@ -212,6 +215,7 @@ def read_lines(raw_lines: Sequence[str], *, host: str | None = None, hosts: Sequ
 
 def _pyspy_thread(lines: Sequence[Line], start: int, process: dict[str, Any]) -> tuple[Block, int]:
     m = _PYSPY_THREAD.match(lines[start].text)
+    assert m is not None  # the caller matched this line
     block = Block("pyspy", [lines[start]], attrs={"thread": m.group("name") or m.group("tid"),
                                                   "state": m.group("state"), **process})
     i = start + 1
@@ -229,6 +233,7 @@ def _terminate(lines: Sequence[Line], start: int) -> tuple[Block, int]:
     """`terminate called after throwing an instance of 'c10::CUDAError'`, its `what():`
     and the frames under it."""
     m = _TERMINATE.search(lines[start].text)
+    assert m is not None  # the caller matched this line
     block = Block("terminate", [lines[start]], attrs={"exception": m.group("type")})
     i = start + 1
     while i < len(lines) and i - start < 200:

@@ -30,7 +30,7 @@ from faultgraph.service.events import models, service
 from faultgraph.service.writer import WriterBusy
 
 # The audit envelope with its attrs bounds: only this module builds audit events.
-_AUDIT_EVENT = TypeAdapter(models._envelope_for("audit", models.AuditAttrs))
+_AUDIT_EVENT: TypeAdapter[Any] = TypeAdapter(models._envelope_for("audit", models.AuditAttrs))
 _HOST = socket.gethostname().split(".", 1)[0] or "faultgraph"
 
 

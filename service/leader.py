@@ -89,7 +89,9 @@ class Lease:
         if self._held:
             self._conn.execute("SELECT 1")  # the session lives, so the lock is still ours
             return
-        if self._conn.execute("SELECT pg_try_advisory_lock(%s)", (LEASE_LOCK,)).fetchone()[0]:
+        row = self._conn.execute("SELECT pg_try_advisory_lock(%s)", (LEASE_LOCK,)).fetchone()
+        assert row is not None  # a SELECT of one value returns one row
+        if row[0]:
             self._held = True
             log.info("this replica is now the leader (incident engine, liveness watcher)")
             if self._on_gain is not None:

@@ -145,7 +145,7 @@ class StoreCollector:
     def collect(self) -> Iterator[GaugeMetricFamily]:
         engine = self._engine()
         with engine.connect() as conn:
-            open_rows = dict(conn.execute(
+            open_rows: dict[str, int] = dict(conn.execute(
                 sa.select(incidents.c.category, sa.func.count())
                 .where(incidents.c.status != "resolved").group_by(incidents.c.category)).all())
             stored = conn.execute(sa.select(sa.func.count()).select_from(events)).scalar() or 0

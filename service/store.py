@@ -11,7 +11,7 @@ import os
 import pkgutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import orjson
 import pyarrow as pa
@@ -32,6 +32,10 @@ def to_db_time(value: datetime) -> datetime:
     return value.astimezone(UTC).replace(tzinfo=None)
 
 
+@overload
+def from_db_time(value: datetime) -> datetime: ...
+@overload
+def from_db_time(value: None) -> None: ...
 def from_db_time(value: datetime | None) -> datetime | None:
     """A stored naive-UTC time back to an aware one."""
     return None if value is None else value.replace(tzinfo=UTC)

@@ -153,8 +153,8 @@ class Sender:
             self._delivered(batch, response)
             return 0.0
         if status in RETRY_LATER:
-            wait = retry_after(response.headers.get("retry-after"))
-            wait = self._backoff.next() if wait is None else wait
+            after = retry_after(response.headers.get("retry-after"))
+            wait = self._backoff.next() if after is None else after
             log.info("service answered %d: retrying %d events in %.1f s", status, len(batch), wait)
             return wait
         if status >= 500 or status in CONFIG_ERRORS:

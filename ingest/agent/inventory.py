@@ -9,6 +9,7 @@ last post's: the service would store no new version anyway.
 
 import hashlib
 import logging
+import ssl
 import subprocess
 import threading
 from collections.abc import Callable, Mapping
@@ -62,7 +63,7 @@ class InventoryReporter:
 
     def __init__(self, url: str, host: str, *, token: str | None = None, interval_s: float = DAY_S,
                  commands: Mapping[str, tuple[str, ...]] = COMMANDS, runner: Runner = run_command,
-                 verify: str | bool = True) -> None:
+                 verify: ssl.SSLContext | str | bool = True) -> None:
         self.url, self.host, self.interval_s = url.rstrip("/"), host, interval_s
         self.commands, self.runner, self.verify = commands, runner, verify
         self.headers = {"content-type": "application/json", **({"authorization": f"Bearer {token}"} if token else {})}

@@ -122,6 +122,7 @@ class FileTail:
             if not self._open(self.path, 0, 0):
                 return [], True
             log.info("following %s from its start", self.path)
+        assert self._file is not None  # _open succeeded
         data = self._file.read(max_bytes)
         if data:
             return self._lines(data), len(data) < max_bytes

@@ -45,11 +45,15 @@ def peer_names(certificate: dict[str, Any] | None) -> frozenset[str]:
     return frozenset(names)
 
 
+# uvicorn declares AutoHTTPProtocol as a variable (httptools or h11 picked at import): mypy
+# cannot take it as a base class.
 class PeerNameProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
     """uvicorn's HTTP protocol, plus the client certificate's names in each request's
     state (uvicorn copies its `app_state` into every request's `scope["state"]`)."""
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    app_state: dict[str, Any]  # set by uvicorn's protocol (its base is untyped here: see above)
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
         super().connection_made(transport)
         names = peer_names(transport.get_extra_info("peercert"))
         if names:

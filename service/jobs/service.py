@@ -1,6 +1,6 @@
 """Jobs: registration rows, placement from a row, state write-through, and queries."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -65,14 +65,14 @@ def get(conn: Connection, *, job_id: str) -> sa.Row | None:
     return conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
 
 
-def get_every(conn: Connection) -> list[sa.Row]:
+def get_every(conn: Connection) -> Sequence[sa.Row[Any]]:
     """Every stored job, oldest start first (the order the start-up load indexes them)."""
     return conn.execute(sa.select(jobs).order_by(jobs.c.start, jobs.c.id)).fetchall()
 
 
 def get_all(
     conn: Connection, *, limit: int, cursor: str | None = None, state: str | None = None
-) -> tuple[list[sa.Row], str | None]:
+) -> tuple[Sequence[sa.Row[Any]], str | None]:
     """One page of jobs, newest start first, and the cursor of the next page."""
     query = sa.select(jobs)
     if state is not None:

@@ -32,6 +32,7 @@ def _register(request: Request, job: JobIn) -> tuple[dict, bool]:
     with request.app.state.engine.begin() as conn:
         created = service.create(conn, row=row)
         stored = service.get(conn, job_id=job.id)
+    assert stored is not None  # created just above, in the same transaction
     cluster.add_job(cluster.job_from_row(row))
     answer = service.detail(stored, placement)
     topology = cluster.topology
@@ -85,6 +86,7 @@ def get_job(request: Request, job_id: str, footprint: bool = False) -> dict:
         if ids is None:
             raise HTTPException(409, "a footprint needs a topology: none is uploaded yet")
         topology = cluster.topology
+        assert topology is not None  # a footprint was found, so a topology is loaded
         by_type = Counter("link" if "~" in i else topology.type_of(i) for i in ids)
         answer["footprint"] = {"size": len(ids), "topology_version": cluster.version, "by_type": dict(by_type)}
     return answer

@@ -1,6 +1,7 @@
 """Route of raw log lines: `POST /v1/logs` (SPEC §8), parsed centrally by the agent's rules."""
 
 from datetime import UTC, datetime
+from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
@@ -36,7 +37,7 @@ async def post_logs(request: Request) -> JSONResponse:
     except BodyError as exc:
         raise HTTPException(exc.status, str(exc)) from None
     body, line_of, rejected = service.encode(parsed)
-    stored = {"accepted": 0, "duplicates": 0, "rejected": []}
+    stored: dict[str, Any] = {"accepted": 0, "duplicates": 0, "rejected": []}
     if line_of:
         stored = await store_events(request, body, "application/json")
     rejected += [{**entry, "index": line_of[entry["index"]]} for entry in stored["rejected"]]

@@ -121,7 +121,8 @@ def registration(workload: str, slots: Iterable[PodSlot], *, now: datetime) -> d
     if len(gpus) == 1 and len(set(nodes)) == len(nodes):
         body["hosts"], body["gpus_per_host"] = nodes, max(1, gpus.pop())
         return body
-    ranks, used = [], {}
+    ranks: list[dict[str, Any]] = []
+    used: dict[str, int] = {}
     for slot in ordered:
         for _ in range(max(1, slot.gpus)):
             gpu = used.get(slot.node, 0)

@@ -108,8 +108,10 @@ def get_component(
     if link is not None:
         found = {**link, "kind": "link", "neighbours": [link["a"], link["b"]], "links": [], "aliases": []}
     else:
+        component_data = graph.topology.component(canonical)
+        assert component_data is not None  # canonical names a component of this topology
         found = {
-            **graph.topology.component(canonical),
+            **component_data,
             "kind": "component",
             "neighbours": graph.topology.neighbours(canonical),
             "links": graph.topology.links_of(canonical),
