@@ -252,6 +252,8 @@ class HealthCollector:
     """Reads dcgm-exporter, else nvidia-smi and lspci; hands samples to a `HealthWatch`."""
 
     def __init__(self, watch: HealthWatch, *, dcgm_url: str | None, timeout_s: float = 5.0) -> None:
+        if dcgm_url and not dcgm_url.startswith(("http://", "https://")):
+            raise ValueError(f"dcgm-exporter URL {dcgm_url!r}: expected http:// or https://")
         self.watch, self.dcgm_url, self.timeout_s = watch, dcgm_url, timeout_s
 
     def poll(self, at: datetime | None = None) -> list[dict]:
@@ -268,7 +270,8 @@ class HealthCollector:
         if not self.dcgm_url:
             return None
         try:
-            with urllib.request.urlopen(self.dcgm_url, timeout=self.timeout_s) as answer:
+            # the scheme is http(s), checked in __init__ (bandit B310)
+            with urllib.request.urlopen(self.dcgm_url, timeout=self.timeout_s) as answer:  # nosec B310
                 return parse_dcgm(answer.read().decode("utf-8", "replace"))
         except (OSError, ValueError) as exc:
             log.debug("dcgm-exporter at %s: %s; falling back to nvidia-smi", self.dcgm_url, exc)
