@@ -8,7 +8,8 @@ one piece (`app.dependency_overrides[deps.engine] = ...`). Each provider takes o
 it on the event loop rather than hopping to a worker thread for an attribute read.
 """
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from sqlalchemy.engine import Engine
@@ -25,50 +26,30 @@ from faultgraph.service.metrics import Metrics
 from faultgraph.service.writer import GroupWriter
 
 
+def _from_state(name: str) -> Callable[[Request], Awaitable[Any]]:
+    """A provider of `app.state.<name>` (the alias below gives it its type)."""
+    async def provide(request: Request) -> Any:
+        return getattr(request.app.state, name)
+    provide.__name__ = provide.__qualname__ = name
+    return provide
+
+
 async def app_state(request: Request) -> State:
     """The whole state, for helpers that still take it (`events.views.store_internal`)."""
     return request.app.state
 
 
-async def engine(request: Request) -> Engine:
-    return request.app.state.engine
-
-
-async def cluster(request: Request) -> Cluster:
-    return request.app.state.cluster
-
-
-async def writer(request: Request) -> GroupWriter:
-    return request.app.state.writer
-
-
-async def settings(request: Request) -> Settings:
-    return request.app.state.settings
-
-
-async def metrics(request: Request) -> Metrics:
-    return request.app.state.metrics
-
-
-async def limiter(request: Request) -> IngestLimiter:
-    return request.app.state.limiter
-
-
-async def liveness(request: Request) -> Liveness:
-    return request.app.state.liveness
-
-
-async def authenticator(request: Request) -> Authenticator:
-    return request.app.state.auth
-
-
-async def lease(request: Request) -> Lease:
-    return request.app.state.lease
-
-
-async def runner(request: Request) -> IncidentRunner:
-    return request.app.state.runner
-
+# The providers, by name: what `app.dependency_overrides` is keyed by.
+engine = _from_state("engine")
+cluster = _from_state("cluster")
+writer = _from_state("writer")
+settings = _from_state("settings")
+metrics = _from_state("metrics")
+limiter = _from_state("limiter")
+liveness = _from_state("liveness")
+authenticator = _from_state("auth")
+lease = _from_state("lease")
+runner = _from_state("runner")
 
 StateDep = Annotated[State, Depends(app_state)]
 EngineDep = Annotated[Engine, Depends(engine)]
