@@ -23,7 +23,7 @@ from faultgraph.service.deps import EngineDep, LeaseDep, WriterDep
 from faultgraph.service.diagnose import views as diagnose_views
 from faultgraph.service.events import service as events_service
 from faultgraph.service.events import views as events_views
-from faultgraph.service.events.flows import Pruner, Retention
+from faultgraph.service.events.flows import Retention, prune_loop
 from faultgraph.service.events.models import events
 from faultgraph.service.fleet import views as fleet_views
 from faultgraph.service.flight_recorder import views as flight_recorder_views
@@ -103,7 +103,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state),
                                   leading=lambda: lease.held,
                                   shared=(lambda since: stored_beats(engine, since=since)) if replicated else None)
-        pruner = Pruner(engine, Retention(), leading=lambda: lease.held)
+        pruner = prune_loop(engine, Retention(), leading=lambda: lease.held)
         try:
             yield
         finally:
