@@ -15,6 +15,7 @@ from fastapi import Depends, Request
 from sqlalchemy.engine import Engine
 from starlette.datastructures import State
 
+from faultgraph.service.audit import Trail
 from faultgraph.service.auth.limits import IngestLimiter
 from faultgraph.service.auth.service import Authenticator
 from faultgraph.service.cluster import Cluster
@@ -37,6 +38,12 @@ def _from_state(name: str) -> Callable[[Request], Awaitable[Any]]:
 async def app_state(request: Request) -> State:
     """The whole state, for helpers that still take it (`events.views.store_internal`)."""
     return request.app.state
+
+
+async def audit_trail(request: Request) -> Trail:
+    """The audit trail in the name of the caller the middleware admitted."""
+    principal = getattr(request.state, "principal", None)
+    return Trail(principal.actor if principal is not None else "anonymous", request.app.state.writer)
 
 
 # The providers, by name: what `app.dependency_overrides` is keyed by.
@@ -62,3 +69,4 @@ LivenessDep = Annotated[Liveness, Depends(liveness)]
 AuthenticatorDep = Annotated[Authenticator, Depends(authenticator)]
 LeaseDep = Annotated[Lease, Depends(lease)]
 RunnerDep = Annotated[IncidentRunner, Depends(runner)]
+AuditDep = Annotated[Trail, Depends(audit_trail)]

@@ -3,13 +3,12 @@
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query
 from starlette.concurrency import run_in_threadpool
 
 from faultgraph.attribution.causes import CATEGORIES
-from faultgraph.service import audit
 from faultgraph.service.auth.dependencies import require
-from faultgraph.service.deps import EngineDep, RunnerDep
+from faultgraph.service.deps import AuditDep, EngineDep, RunnerDep
 from faultgraph.service.http import parse_time
 from faultgraph.service.incidents import service
 from faultgraph.service.incidents.models import STATUSES, TYPES, IncidentPatch
@@ -67,13 +66,13 @@ def get_timeline(engine: EngineDep, incident_id: str, limit: Annotated[int, Quer
 
 
 @router.patch("/incidents/{incident_id}", dependencies=[Depends(require("admin"))])
-def patch_incident(request: Request, engine: EngineDep, incident_id: str, patch: IncidentPatch) -> dict:
+def patch_incident(engine: EngineDep, trail: AuditDep, incident_id: str, patch: IncidentPatch) -> dict:
     """On-call confirms or overrides the root cause, sets the status, or adds a note."""
     with engine.begin() as conn:
         incident = service.update(conn, incident_id=incident_id, patch=patch, now=datetime.now(UTC))
     if incident is None:
         raise HTTPException(404, f"no incident {incident_id!r}")
-    audit.record(request, action="incident.patch", target=incident_id, detail=patch.model_dump(exclude_unset=True, mode="json"))
+    trail.record(action="incident.patch", target=incident_id, detail=patch.model_dump(exclude_unset=True, mode="json"))
     return incident
 
 

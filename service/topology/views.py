@@ -11,10 +11,9 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from faultgraph.attribution.topology import TopologyError
-from faultgraph.service import audit
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.cluster import Cluster
-from faultgraph.service.deps import ClusterDep, EngineDep, SettingsDep
+from faultgraph.service.deps import AuditDep, ClusterDep, EngineDep, SettingsDep
 from faultgraph.service.events import service as events_service
 from faultgraph.service.events.models import events
 from faultgraph.service.http import read_body
@@ -53,7 +52,8 @@ def _replace(cluster: Cluster, engine: sa.Engine, body: bytes) -> dict:
 
 
 @router.put("", openapi_extra=TOPOLOGY_BODY, dependencies=[Depends(require("admin"))])
-async def put_topology(request: Request, engine: EngineDep, cluster: ClusterDep, settings: SettingsDep) -> JSONResponse:
+async def put_topology(request: Request, engine: EngineDep, cluster: ClusterDep, settings: SettingsDep,
+                       trail: AuditDep) -> JSONResponse:
     """Replace the cluster graph; the answer names the new version and its counts. An
     invalid graph is refused (422) with every problem named (first few offenders each)."""
     body = await read_body(request, settings.max_topology_bytes)
@@ -63,7 +63,7 @@ async def put_topology(request: Request, engine: EngineDep, cluster: ClusterDep,
         return JSONResponse({"detail": str(exc), "problems": exc.problems}, status_code=422)
     except ValueError as exc:
         raise HTTPException(400, str(exc)) from None
-    await run_in_threadpool(audit.record, request, action="topology.replace", target=f"version {stored['version']}",
+    await run_in_threadpool(trail.record, action="topology.replace", target=f"version {stored['version']}",
                             detail={name: value for name, value in stored.items() if name != "version"})
     return JSONResponse(stored)
 
