@@ -120,14 +120,13 @@ class LivenessWatcher:
         self._loop = Loop("liveness", self._check, interval=period, leading=leading).start()
 
     def _check(self) -> None:
-        """One look: store `lost` for hosts newly overdue and `back` for those heard again."""
+        """One look: store `lost` for hosts newly overdue and `back` for those heard again.
+        A failure raises to the loop (logged, retried after a backoff); in particular one
+        reading other replicas' heartbeats ends the look before judging on half the picture,
+        which would mark live hosts lost."""
         now = datetime.now(UTC)
         if self._shared is not None:
-            try:
-                self._liveness.learn(self._shared(now - 2 * self._liveness.timeout))
-            except Exception:
-                log.exception("could not read other replicas' heartbeats")
-                return  # judging on half the picture would mark live hosts lost
+            self._liveness.learn(self._shared(now - 2 * self._liveness.timeout))
         overdue = self._liveness.overdue(now)
         back = self._liveness.take_back()
         if overdue:
@@ -135,11 +134,8 @@ class LivenessWatcher:
         if back:
             log.info("hosts back (heartbeats again): %s", ", ".join(host for host, _ in back))
         if overdue or back:
-            try:
-                self._store([lost_event(host, at, self._liveness.timeout) for host, at in overdue]
-                            + [back_event(host, at) for host, at in back])
-            except Exception:
-                log.exception("could not store lost/back host events")
+            self._store([lost_event(host, at, self._liveness.timeout) for host, at in overdue]
+                        + [back_event(host, at) for host, at in back])
 
     def close(self) -> None:
         self._loop.close()

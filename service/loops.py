@@ -19,10 +19,10 @@ and stops is written once, here:
 - `stop()` asks the loop to end after the current pass and may be called from the pass
   itself; `join()` waits for it; `close()` is both, and is idempotent.
 
-`interval=0` runs passes back to back: a pass that blocks on a queue of its own (the
-writer's group commit) then is the wait. Such a consumer stops on a sentinel: its
-`close()` enqueues one and `join()`s; the pass that dequeues it calls `stop()`, so all
-that was queued before it is handled first.
+`interval=0` runs passes back to back: a pass that blocks on a queue of its own (each
+alert target's courier; the writer's group commit could) then is the wait. A consumer
+that must finish its queue stops on a sentinel: its `close()` enqueues one and `join()`s;
+the pass that dequeues it calls `stop()`, so all that was queued before is handled first.
 """
 
 import logging
