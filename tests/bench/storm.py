@@ -2,7 +2,7 @@
 watchdog timeout ten minutes later — posted as 2,048 agents would: each host its own small
 batch (its ~8 timeouts) on its own connection, all at once, from 32 client processes.
 
-    python tests/bench/storm.py [--hosts 2048] [--clients 32] [--db URL] [--path /v1/events]
+    python tests/bench/storm.py [--hosts 2048] [--clients 32] [--db URL] [--path /v1/events|/v1/logs]
 
 Prints, for the faultgraph server (engine live) and, in the same run with the same client,
 a bare FastAPI endpoint that only parses the JSON (the framework's own rate):
@@ -49,6 +49,16 @@ async def parse_only(request: Request) -> JSONResponse:
 def healthz() -> dict:
     return {"status": "ok"}
 """
+
+
+def log_bodies(scenario) -> list[dict]:
+    """Each host's raw lines of one source as an agent forwarding logs would post them to
+    `/v1/logs` (parsed by the service); structured records go as events."""
+    by_source: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for record in scenario.records:
+        if record["type"] == "log":
+            by_source[record["host"], record["source"]].append(record["line"])
+    return [{"host": host, "source": source, "lines": lines} for (host, source), lines in by_source.items()]
 
 
 def agent_batches(scenario) -> list[list[dict]]:
@@ -161,14 +171,19 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=2048)
     parser.add_argument("--clients", type=int, default=32, help="client processes")
     parser.add_argument("--db", help="database URL for the server (default: a fresh DuckDB file)")
-    parser.add_argument("--path", default="/v1/events")
+    parser.add_argument("--path", default="/v1/events", choices=("/v1/events", "/v1/logs"),
+                        help="agents post parsed events, or raw lines for the service to parse")
     args = parser.parse_args()
 
     scenario = storm(hosts=args.hosts)
     [truth] = scenario.truth
-    batches = agent_batches(scenario)
-    events = sum(len(b) for b in batches)
-    bodies = [orjson.dumps(batch) for batch in batches]
+    if args.path == "/v1/logs":
+        posted = log_bodies(scenario)
+        events = sum(len(body["lines"]) for body in posted)
+    else:
+        posted = agent_batches(scenario)
+        events = sum(len(batch) for batch in posted)
+    bodies = [orjson.dumps(body) for body in posted]
     with tempfile.TemporaryDirectory() as tmp:
         bare, bare_url = bare_server(Path(tmp))
         try:
