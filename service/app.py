@@ -19,7 +19,7 @@ from faultgraph.service.auth.middleware import INGEST_PATHS, Authenticate
 from faultgraph.service.auth.service import Authenticator
 from faultgraph.service.cluster import Cluster
 from faultgraph.service.config import Settings
-from faultgraph.service.deps import EngineDep, LeaseDep, WriterDep
+from faultgraph.service.deps import EngineDep, Ingest, LeaseDep, WriterDep
 from faultgraph.service.diagnose import views as diagnose_views
 from faultgraph.service.events import service as events_service
 from faultgraph.service.events import views as events_views
@@ -61,7 +61,6 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         cluster = Cluster(engine)
         cluster.load()
         app.state.cluster = cluster
-        app.state.enrich = cluster.enrich
         app.state.auth = Authenticator(engine, open_without_tokens=open_without_tokens)
         app.state.writer = GroupWriter(
             engine,
@@ -69,10 +68,11 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             first_seq=store.max_value(engine, events.c.seq) + 1,
             max_queue=settings.writer_queue_batches,
             max_group_rows=settings.group_commit_rows,
-            convert=partial(events_views.convert_group, app.state),
+            convert=partial(events_views.convert_group, cluster.enrich, app.state.metrics),
             also=events_service.record_beats,
             on_quiet=lambda: app.state.runner.wake(), max_wait_s=5.0,
         )
+        app.state.ingest = Ingest(settings, app.state.writer, app.state.liveness, app.state.metrics)
         # The lease may be gained before the runner below exists; its first pass covers that.
         lease = Lease(engine, on_gain=lambda: app.state.runner.wake() if hasattr(app.state, "runner") else None)
         app.state.lease = lease
@@ -102,7 +102,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
 
         app.state.runner.after_pass = after_pass
         app.state.liveness.learn(stored_beats(engine, since=datetime.now(UTC) - 2 * app.state.liveness.timeout))
-        watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state),
+        watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state.writer),
                                   leading=lambda: lease.held,
                                   shared=(lambda since: stored_beats(engine, since=since)) if replicated else None)
         pruner = prune_loop(engine, Retention(), leading=lambda: lease.held)
