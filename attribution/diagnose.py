@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.classify import SEVERITY_WEIGHT, classify
 from faultgraph.attribution.placement import Placement
 from faultgraph.ingest import catalogue
+from faultgraph.ingest.causes import category_of
 from faultgraph.ingest.paste import UNNAMED_HOST, Block, Line
 
 RULES_FILE = Path(__file__).with_name("diagnose.toml")

@@ -36,10 +36,10 @@ from typing import Any
 
 import orjson
 
-from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.generators import rail_optimized
 from faultgraph.attribution.placement import Placement
 from faultgraph.attribution.topology import link_id
+from faultgraph.ingest.causes import category_of
 
 # Fault mechanisms → (SPEC §6 cause, SPEC §5 action kind); the category follows the cause.
 OUTCOMES: dict[str, tuple[str, str]] = {

@@ -18,7 +18,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.generators import (
     NVL72_CHIPS_PER_SWITCH_TRAY,
     NVL72_TRAYS,
@@ -43,6 +42,7 @@ from faultgraph.attribution.simulate import (
     _xid,
     iso,
 )
+from faultgraph.ingest.causes import category_of
 
 OUTCOMES: dict[str, tuple[str, str]] = {
     "nvl72_nvswitch_chip": ("nvswitch", "restart"),

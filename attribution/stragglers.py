@@ -29,9 +29,9 @@ import numpy as np
 import ruptures
 from scipy.ndimage import median_filter
 
-from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.placement import Placement
 from faultgraph.attribution.topology import Topology, link_id
+from faultgraph.ingest.causes import category_of
 
 # A segment this much slower than the last normal level is a slowdown (fraction of step
 # time): 3 % of a 16,384-GPU job is ~500 GPUs idle. Segment levels are medians of at least

@@ -23,6 +23,7 @@ from sqlalchemy.exc import DBAPIError
 
 from faultgraph.attribution.generators import LAYOUTS
 from faultgraph.ingest.agent.cli import agent as agent_command
+from faultgraph.ingest.agent.connection import CaFileOption, CertOption, KeyOption
 from faultgraph.service import audit, client, store, transfer
 from faultgraph.service.app import create_app
 from faultgraph.service.auth import service as tokens
@@ -38,7 +39,7 @@ topology_app = typer.Typer(help="Discover, generate and upload cluster topologie
 app.add_typer(topology_app, name="topology")
 
 @app.callback()
-def main(ca_file: client.CaFileOption = None, cert: client.CertOption = None, key: client.KeyOption = None) -> None:
+def main(ca_file: CaFileOption = None, cert: CertOption = None, key: KeyOption = None) -> None:
     """faultgraph: the fault-diagnosis timeline of a GPU training cluster.
 
     --ca-file/--cert/--key (or FAULTGRAPH_CA_FILE/_CERT/_KEY) apply to every command that

@@ -25,7 +25,7 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
-from faultgraph.attribution.causes import CAUSE_CATEGORY
+from faultgraph.ingest.causes import CAUSE_CATEGORY
 from faultgraph.service import client, evaluate
 from faultgraph.service import demo as demo_day
 from faultgraph.service.client import JsonOption as AsJson

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from faultgraph.attribution.causes import CAUSE_CATEGORY
 from faultgraph.attribution.placement import Placement
 from faultgraph.attribution.simulate import (
     MECHANISMS,
@@ -20,6 +19,7 @@ from faultgraph.attribution.simulate import (
     storm,
 )
 from faultgraph.attribution.topology import Topology, split_link_id
+from faultgraph.ingest.causes import CAUSE_CATEGORY
 from faultgraph.ingest.parse import parse_line
 
 
