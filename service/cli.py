@@ -313,11 +313,11 @@ def simulate(
     families: Annotated[str, typer.Option(help="classic (the original mechanisms) or hard (postmortem families, skewed clocks, months 1–9, benign noise).")] = "classic",
     layout: Annotated[str, typer.Option(help="rail-optimized (DGX H100-style) or gb200-nvl72 (racks of 18 trays; see --racks).")] = "rail-optimized",
     racks: Annotated[int, typer.Option(help="GB200 NVL72 racks (--layout gb200-nvl72).")] = 4,
-    failslow: Annotated[int | None, typer.Option(help="Write fail-slow jobs instead: this many per family (attribution/simulate_slow.py).")] = None,
+    failslow: Annotated[int | None, typer.Option(help="Write fail-slow jobs instead: this many per family (simulate/failslow.py).")] = None,
 ) -> None:
     """Write a simulated scenario set: log lines and events with injected faults and their ground truth."""
-    from faultgraph.attribution import simulate as sim
-    from faultgraph.attribution import simulate_slow
+    from faultgraph.simulate import failslow as simulate_slow
+    from faultgraph.simulate import scenarios as sim
 
     try:
         scenario = (simulate_slow.scenario_set(failslow, seed=seed) if failslow else
@@ -333,9 +333,9 @@ def _nvl72_scenario(layout: str, faults: int, seed: int, racks: int):
         return None
     if layout != "gb200-nvl72":
         raise ValueError(f"unknown layout {layout!r}; known: rail-optimized, gb200-nvl72")
-    from faultgraph.attribution import simulate_nvl72
+    from faultgraph.simulate import nvl72
 
-    return simulate_nvl72.scenario_set(faults, seed=seed, racks=racks)
+    return nvl72.scenario_set(faults, seed=seed, racks=racks)
 
 
 @topology_app.command("generate")
@@ -492,8 +492,8 @@ def checkpoint(
 
 def _scenario(families: str, faults: int, seed: int, hosts: int):
     """A generated scenario of the named families (`faultgraph simulate`, `faultgraph eval`)."""
-    from faultgraph.attribution import postmortems
-    from faultgraph.attribution import simulate as sim
+    from faultgraph.simulate import postmortems
+    from faultgraph.simulate import scenarios as sim
 
     if families == "hard":
         return postmortems.hard_set(faults, seed=seed, hosts=hosts)
@@ -523,9 +523,9 @@ def evaluate(
     from rich.progress import Progress
     from rich.table import Table
 
-    from faultgraph.attribution import simulate as sim
-    from faultgraph.attribution import simulate_slow
-    from faultgraph.service import evaluate as ev
+    from faultgraph.simulate import evaluate as ev
+    from faultgraph.simulate import failslow as simulate_slow
+    from faultgraph.simulate import scenarios as sim
 
     try:
         generated = None if scenario or failslow else _nvl72_scenario(layout, faults, seed, racks)
