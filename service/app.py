@@ -54,7 +54,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = store.make_engine(settings.db_url)
+        engine = store.make_engine(settings.db_url, settings)
         store.init_schema(engine)
         app.state.engine = engine
         cluster = Cluster(engine)
@@ -89,7 +89,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_settings(settings), metrics=app.state.metrics,
                                              leading=lambda: lease.held)
 
-        remediate = remediation.for_app(app.state, RemediationConfig.from_env(), leading=lambda: lease.held)
+        remediate = remediation.for_app(app.state, RemediationConfig.from_settings(settings), leading=lambda: lease.held)
 
         def after_pass(result: dict[str, int], seconds: float) -> None:
             app.state.metrics.observe_pass(result, seconds)

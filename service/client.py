@@ -11,7 +11,6 @@ through `request`/`get`/`patch`, and every client made by `http_client`, uses it
 command gets HTTPS and mutual TLS by calling the API through this module.
 """
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,6 +19,7 @@ import httpx
 import typer
 
 from faultgraph.ingest.agent.client import tls_context
+from faultgraph.service.config import ClientSettings
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -43,10 +43,9 @@ class Tls:
 
     @classmethod
     def from_env(cls) -> "Tls":
-        def path(name: str) -> Path | None:
-            return Path(os.environ[name]) if os.environ.get(name) else None
-
-        return cls(path("FAULTGRAPH_CA_FILE"), path("FAULTGRAPH_CERT"), path("FAULTGRAPH_KEY"))
+        """FAULTGRAPH_CA_FILE / _CERT / _KEY, through the clients' settings class."""
+        settings = ClientSettings()
+        return cls(settings.ca_file, settings.cert, settings.key)
 
     def verify(self) -> Any:
         """httpx's `verify`: the system's CAs when nothing is set, else an SSL context.
