@@ -155,7 +155,8 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     def openapi() -> dict:
         """FastAPI's schema, with 422 documented as the `{"detail": "..."}` actually sent, and
         the ingest limits' 429 on the routes they guard."""
-        if app.openapi_schema is None:
+        schema = app.openapi_schema
+        if schema is None:
             schema = FastAPI.openapi(app)
             components = schema.get("components", {}).get("schemas", {})
             if "HTTPValidationError" in components:
@@ -169,7 +170,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
                 if post is not None:
                     post["responses"]["429"] = {"description": "this agent is over its ingest share; "
                                                                "retry after `Retry-After` seconds"}
-        return app.openapi_schema
+        return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
 
