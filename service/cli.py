@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import httpx
 import orjson
@@ -93,9 +93,9 @@ def serve(
     if ssl_context is None and not loopback:
         log.warning("serving plain HTTP on %s: bearer tokens cross the network in clear text; "
                     "give --tls-cert/--tls-key", host)
+    tls: dict[str, Any] = {"ssl_context_factory": lambda *_: ssl_context, "http": PeerNameProtocol} if ssl_context else {}
     uvicorn.run(create_app(settings, open_without_tokens=loopback), host=host, port=port, log_level="warning",
-                access_log=False, **({"ssl_context_factory": lambda *_: ssl_context, "http": PeerNameProtocol}
-                                     if ssl_context else {}))
+                access_log=False, **tls)
 
 
 def _server_tls(cert: Path | None, key: Path | None, client_ca: Path | None) -> ssl.SSLContext | None:
@@ -199,7 +199,7 @@ def token_rotate(
     try:
         with _open_store(settings.db_url) as engine, engine.begin() as conn:
             token_id = tokens.resolve_id(conn, token_id)
-            done = tokens.rotate(conn, token_id=token_id, overlap=overlap_for, expires_in=expires_in)
+            done = tokens.rotate(conn, token_id=token_id, overlap=overlap_for or timedelta(0), expires_in=expires_in)
             if done is not None:
                 audit.record_in(conn, action="token.rotate", target=token_id,
                                 detail={"new": done[1].id, "old_expires": str(done[2].expires), **audit_detail(done[1])})
@@ -550,6 +550,7 @@ def evaluate(
     if slow:  # fail-slow families: their own table
         typer.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
+    assert isinstance(report, ev.Report)  # the fail-slow families' dict was printed above
     result = report.as_dict()
     if as_json:
         typer.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
