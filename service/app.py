@@ -55,7 +55,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = store.make_engine(settings.db_url)
+        engine = store.make_engine(settings.db_url, settings)
         store.init_schema(engine)
         app.state.engine = engine
         cluster = Cluster(engine)
@@ -92,7 +92,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_settings(settings), metrics=app.state.metrics,
                                              leading=lambda: lease.held)
 
-        remediate = remediation.for_app(app.state, RemediationConfig.from_env(), leading=lambda: lease.held)
+        remediate = remediation.for_app(app.state, RemediationConfig.from_settings(settings), leading=lambda: lease.held)
 
         def after_pass(result: dict[str, int], seconds: float) -> None:
             app.state.metrics.observe_pass(result, seconds)
@@ -157,7 +157,8 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     def openapi() -> dict:
         """FastAPI's schema, with 422 documented as the `{"detail": "..."}` actually sent, and
         the ingest limits' 429 on the routes they guard."""
-        if app.openapi_schema is None:
+        schema = app.openapi_schema
+        if schema is None:
             schema = FastAPI.openapi(app)
             components = schema.get("components", {}).get("schemas", {})
             if "HTTPValidationError" in components:
@@ -171,7 +172,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
                 if post is not None:
                     post["responses"]["429"] = {"description": "this agent is over its ingest share; "
                                                                "retry after `Retry-After` seconds"}
-        return app.openapi_schema
+        return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
 

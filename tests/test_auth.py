@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from faultgraph.service import store
 from faultgraph.service.auth import service as tokens
 from faultgraph.service.auth.models import Principal
+from faultgraph.service.batches import Decoded
 from faultgraph.service.cli import app
-from faultgraph.service.events.service import Decoded
 
 T0 = "2026-11-29T08:00:00Z"
 OPEN_PATHS = {"/healthz"}  # liveness probes carry no token; everything else declares a role
