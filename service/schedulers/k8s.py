@@ -20,6 +20,7 @@ another pod) posts `job_restart`.
 """
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -196,7 +197,10 @@ class Tracker:
 
 def watch(tracker: Tracker, *, namespace: str | None = None, label_selector: str | None = None,
           sync_every_s: float = 1.0, stop: Callable[[], bool] = lambda: False) -> None:
-    """Follow pods with the official client (in-cluster config, else ~/.kube/config) until `stop()`."""
+    """Follow pods with the official client (in-cluster config, else ~/.kube/config) until `stop()`.
+
+    A job's pods settle while the watch stream is quiet, so registering waits for no event:
+    a thread syncs every `sync_every_s` (the tracker under one lock with the stream)."""
     from kubernetes import client, config
     from kubernetes import watch as k8s_watch
 
@@ -206,11 +210,25 @@ def watch(tracker: Tracker, *, namespace: str | None = None, label_selector: str
         config.load_kube_config()
     core, api = client.CoreV1Api(), client.ApiClient()
     lister = (lambda **kw: core.list_namespaced_pod(namespace, **kw)) if namespace else core.list_pod_for_all_namespaces
-    while not stop():
-        stream = k8s_watch.Watch()
-        for event in stream.stream(lister, label_selector=label_selector, timeout_seconds=int(max(1, sync_every_s * 30))):
-            tracker.observe(event["type"], api.sanitize_for_serialization(event["object"]))
+    lock, finished = threading.Lock(), threading.Event()
+
+    def sync_while_quiet() -> None:
+        while not finished.wait(sync_every_s):
+            with lock:
+                tracker.sync()
+
+    syncer = threading.Thread(target=sync_while_quiet, name="k8s-sync", daemon=True)
+    syncer.start()
+    try:
+        while not stop():
+            stream = k8s_watch.Watch()
+            for event in stream.stream(lister, label_selector=label_selector, timeout_seconds=int(max(1, sync_every_s * 30))):
+                with lock:
+                    tracker.observe(event["type"], api.sanitize_for_serialization(event["object"]))
+                if stop():
+                    break
+    finally:
+        finished.set()
+        syncer.join()
+        with lock:
             tracker.sync()
-            if stop():
-                break
-        tracker.sync()
