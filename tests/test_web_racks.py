@@ -4,14 +4,19 @@ switch tray, then a compute tray's GPU falling off the bus) replayed over the pu
 each incident's timeline grouped by rack with the blamed part named on the rack's lane."""
 
 from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from conftest import Server, start_server
+from test_incidents_api import T0
 from test_web import browser, open_page, page, shot  # noqa: F401  (fixtures; the module skips without chromium)
 
 from faultgraph.attribution import simulate_nvl72
-from faultgraph.attribution.generators import NVL72_SWITCH_TRAYS, NVL72_TRAYS
+from faultgraph.attribution.generators import NVL72_SWITCH_TRAYS, NVL72_TRAYS, gb200_nvl72
+from faultgraph.attribution.simulate import iso
 from faultgraph.attribution.topology import Topology
+from faultgraph.ingest.parse import parse_line
 from faultgraph.service.evaluate import replay
 
 
@@ -99,3 +104,40 @@ def test_a_compute_tray_fault_names_the_tray_on_its_racks_lane(nvl72, page) -> N
     assert blamed.locator(".mark.hw.evidence").count() >= 1  # its XID 79
     assert page.locator(f"g.lane.tray[data-rack={rack}]").count() == NVL72_TRAYS + NVL72_SWITCH_TRAYS
     shot(page, "incident-nvl72-tray.png")
+
+
+def test_a_job_over_32_racks_draws_a_few_dozen_lanes(tmp_path: Path, page) -> None:  # noqa: F811
+    """2,304 ranks on 576 compute trays: the blamed rack opened, 23 more racks as one lane
+    each, the rest of the racks in the density lane, and the SVG stays small."""
+    server = start_server(f"duckdb:///{tmp_path / 'big.duckdb'}")
+    try:
+        topology = gb200_nvl72(racks=32)
+        assert server.client.put("/v1/topology", json=topology).status_code == 200
+        racks = {c["id"]: c["attrs"]["rack"] for c in topology["components"] if c["type"] == "host"}
+        hosts = list(racks)
+        job = {"id": "big", "start": iso(T0 - timedelta(hours=1)), "gpus_per_host": 4, "hosts": hosts}
+        assert server.client.post("/v1/jobs", json=job).status_code in (200, 201)
+        line = "nvidia-nvswitch1: SXid (PCI:0000:04:00.0): 12028, Fatal, Link 04 egress non-posted PRIV error"
+        sxid = parse_line(line, host="rack05-nvsw3", source="kmsg", received=T0)
+        events = [{**sxid, "time": iso(T0)}]
+        rack05 = [h for h in hosts if racks[h] == "rack05"]
+        for n, host in enumerate(rack05[::3]):  # NVLink5 XIDs on trays across the rack
+            events.append({"time": iso(T0 + timedelta(seconds=1 + n)), "host": host, "kind": "gpu_xid", "component": f"{host}/gpu{n % 4}",
+                           "severity": "critical", "attrs": {"xid": 145}, "message": "NVRM: Xid (PCI:0008:01:00): 145, NVLink RLW error"})
+        for rank in range(len(hosts) * 4):
+            events.append({"time": iso(T0 + timedelta(minutes=10, seconds=rank % 7)), "host": hosts[rank // 4], "kind": "nccl_timeout",
+                           "job": "big", "rank": rank, "attrs": {"op": "ALLREDUCE", "seq": 7, "timeout_ms": 600000, "elapsed_ms": 600020}})
+        assert server.client.post("/v1/events", json=events).json()["rejected"] == []
+        server.client.post("/v1/analyze", timeout=600)
+        [incident] = [i for i in server.client.get("/v1/incidents").json()["incidents"] if i["job"] == "big"]
+        assert incident["root_cause"]["component"] == "rack05/nvswitch7"  # tray 3, chip 1
+        open_page(page, f"{server.url}/ui/incident.html?id={incident['id']}")
+        assert page.locator("g.lane.rack.root").get_attribute("data-rack") == "rack05"
+        assert page.locator("g.lane.rack").count() == 24  # the cap; the other 8 racks are aggregated
+        assert "144 other hosts" in page.locator("g.lane.aggregate text").first.text_content()  # 8 racks × 18 trays
+        assert page.locator("g.lane.tray").count() == NVL72_TRAYS + NVL72_SWITCH_TRAYS
+        assert int(page.locator("#timeline").get_attribute("data-lanes")) <= 60
+        assert page.locator("#timeline svg *").count() < 5000
+        shot(page, "incident-nvl72-32-racks.png")
+    finally:
+        server.stop()
