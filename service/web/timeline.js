@@ -4,8 +4,8 @@
 // per component, hosts with hardware events get a lane each (up to MAX_HOST_LANES), and every
 // other event goes into one density lane, a histogram over time. A lane holding more than
 // MAX_MARKS events is drawn as density too, so the SVG stays a few thousand nodes at most.
-// On GB200 NVL72 racks (racks.js) a rack takes the place of a host: one lane per rack, and
-// the blamed rack opened to its 18 compute trays and 9 switch trays.
+// On GB200 NVL72 racks (racks.js, load it before this file) a rack takes the place of a host:
+// one lane per rack, and the blamed rack opened to its 18 compute trays and 9 switch trays.
 "use strict";
 
 const SYMPTOM_KINDS = new Set(["nccl_timeout", "nccl_error", "host_heartbeat", "train_anomaly"]);
