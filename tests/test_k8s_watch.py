@@ -2,11 +2,11 @@
 stream, the tracker and the posts to a real faultgraph server, end to end.
 
 No Kubernetes API server can run on this machine (none is packaged for Debian or PyPI, and
-there is no Go toolchain to build one), so the API side is a stand-in on loopback that speaks the pod watch of the Kubernetes API as the client uses
-it: `GET /api/v1/namespaces/{ns}/pods?watch=True&timeoutSeconds=N` answered with one JSON
-watch event per line (`{"type": "ADDED", "object": <Pod>}`), an ADDED event for every
-existing pod when a watch starts without a resourceVersion, then the changes, until the
-timeout. The pods are the API-shaped objects of tests/test_k8s.py.
+there is no Go toolchain to build one), so the API side is a stand-in on loopback that speaks the pods list and watch of the Kubernetes API as the
+client uses them: `GET /api/v1/namespaces/{ns}/pods` answers a PodList with its
+resourceVersion; with `watch=True&resourceVersion=N&timeoutSeconds=T` a chunked response of
+one JSON watch event per line (`{"type": "ADDED", "object": <Pod>}`) for every change after
+N, until T. The pods are the API-shaped objects of tests/test_k8s.py.
 """
 
 import copy
@@ -29,16 +29,20 @@ NAMESPACE = "train"
 
 
 class PodWatchStandIn:
-    """The pods of one namespace and a change log the watch streams follow."""
+    """The pods of one namespace and their change log; list and watch as the API serves them."""
 
     def __init__(self) -> None:
         self.pods: dict[str, dict] = {}
-        self.changes: list[tuple[str, dict]] = []
+        self.changes: list[tuple[str, dict]] = []  # resourceVersion N is changes[N - 1]
         self.changed = threading.Condition()
-        self.watches = 0
+        self.held = False  # open watches send nothing while held
+        self.generation = 0  # bumped to end every open watch
+        self.lists = 0
 
     def apply(self, kind: str, body: dict) -> None:
         with self.changed:
+            body = copy.deepcopy(body)
+            body["metadata"]["resourceVersion"] = str(len(self.changes) + 1)
             name = body["metadata"]["name"]
             if kind == "DELETED":
                 self.pods.pop(name, None)
@@ -47,41 +51,80 @@ class PodWatchStandIn:
             self.changes.append((kind, body))
             self.changed.notify_all()
 
+    def hold(self) -> None:
+        with self.changed:
+            self.held = True
+
+    def drop(self) -> None:
+        """Every open watch ends (an API server restarting)."""
+        with self.changed:
+            self.held = False
+            self.generation += 1
+            self.changed.notify_all()
+
     def handler(self) -> type[BaseHTTPRequestHandler]:
         state = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # the watch is a chunked response, each event its own chunk
+
             def log_message(self, *args: object) -> None:
                 pass
+
+            def chunk(self, data: bytes) -> None:
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+            def send_json(self, body: dict) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_GET(self) -> None:  # noqa: N802  (http.server's name)
                 url = urlparse(self.path)
                 query = parse_qs(url.query)
-                if url.path != f"/api/v1/namespaces/{NAMESPACE}/pods" or query.get("watch", ["false"])[0].lower() != "true":
-                    self.send_error(404, f"the stand-in serves only the pod watch of namespace {NAMESPACE}")
+                if url.path != f"/api/v1/namespaces/{NAMESPACE}/pods":
+                    self.send_error(404, f"the stand-in serves only the pods of namespace {NAMESPACE}")
                     return
+                if query.get("watch", ["false"])[0].lower() != "true":
+                    with state.changed:
+                        state.lists += 1
+                        self.send_json({"kind": "PodList", "apiVersion": "v1", "items": list(state.pods.values()),
+                                        "metadata": {"resourceVersion": str(len(state.changes))}})
+                    return
+                self.watch(query)
+
+            def watch(self, query: dict) -> None:
                 deadline = time.monotonic() + float(query.get("timeoutSeconds", ["30"])[0])
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                with state.changed:
-                    state.watches += 1
-                    sent = len(state.changes)
-                    lines = [{"type": "ADDED", "object": body} for body in state.pods.values()]
                 try:
-                    while True:
-                        for line in lines:
-                            self.wfile.write(json.dumps(line).encode() + b"\n")
-                        self.wfile.flush()
-                        with state.changed:
-                            left = deadline - time.monotonic()
-                            if left <= 0:
-                                return
-                            state.changed.wait_for(lambda seen=sent: len(state.changes) > seen, timeout=min(left, 0.5))
-                            lines = [{"type": kind, "object": body} for kind, body in state.changes[sent:]]
-                            sent = len(state.changes)
+                    self.stream(query, deadline)
+                    self.chunk(b"")  # the last chunk: the watch ends as the timeout ends it
                 except (BrokenPipeError, ConnectionResetError):
-                    return
+                    pass
+                self.close_connection = True
+
+            def stream(self, query: dict, deadline: float) -> None:
+                with state.changed:
+                    generation = state.generation
+                    sent = int(query.get("resourceVersion", ["0"])[0] or 0)
+                while True:
+                    with state.changed:
+                        state.changed.wait_for(lambda seen=sent: state.generation != generation
+                                               or (not state.held and len(state.changes) > seen),
+                                               timeout=max(0.0, min(deadline - time.monotonic(), 0.5)))
+                        if state.generation != generation or time.monotonic() >= deadline:
+                            return
+                        lines = [] if state.held else [{"type": kind, "object": body} for kind, body in state.changes[sent:]]
+                        sent += len(lines)
+                    for line in lines:
+                        self.chunk(json.dumps(line).encode() + b"\n")
 
         return Handler
 
@@ -168,7 +211,19 @@ def test_watch_registers_jobs_in_rank_order_and_their_restart(server: Server, st
             "/v1/events", params={"job": "k8s-train-llama"}).json()["events"]]) == ["job_start", "job_restart"] and k,
             "job_start then job_restart")
         assert kinds == ["job_start", "job_restart"]
-        assert state.watches >= 1 and watcher.poll() is None
+        # while the watcher's stream is held, a PyTorchJob worker moves; then the stream ends:
+        # the watcher lists the pods again and forgets the deleted one it never heard of
+        state.hold()
+        lists = state.lists
+        state.apply("DELETED", kubeflow_pod("worker", 1, "node0013"))
+        moved = copy.deepcopy(kubeflow_pod("worker", 1, "node0014"))
+        moved["metadata"]["uid"] += "-1"
+        moved["metadata"]["name"] += "-1"
+        state.apply("ADDED", moved)
+        state.drop()
+        bert = wait_for(registered(server, "k8s-train-bert", lambda b: "node0014" in b["hosts"]), "the moved worker")
+        assert bert["hosts"] == ["node0011", "node0012", "node0014"] and state.lists > lists
+        assert watcher.poll() is None
     finally:
         watcher.terminate()
         watcher.wait(timeout=30)

@@ -160,6 +160,19 @@ class Tracker:
             self.pods[slot.job][uid] = slot
             self.changed[slot.job] = self.clock()
 
+    def resync(self, pods: Iterable[Mapping[str, Any]]) -> None:
+        """The full list of pods as a fresh list call answers it: pods not in it are gone
+        (their DELETED events may have been missed while no watch was open)."""
+        present = set()
+        for pod in pods:
+            meta = pod.get("metadata") or {}
+            present.add(meta.get("uid", meta.get("name", "")))
+            self.observe("ADDED", pod)
+        for workload, slots in list(self.pods.items()):
+            for uid in [uid for uid in slots if uid not in present]:
+                del slots[uid]
+                self.changed[workload] = self.clock()
+
     def sync(self, *, now: datetime | None = None, force: bool = False) -> list[str]:
         """Register every workload whose pods settled and whose placement or restart
         count differs from what was posted; answer the job ids posted."""
@@ -199,10 +212,14 @@ def watch(tracker: Tracker, *, namespace: str | None = None, label_selector: str
           sync_every_s: float = 1.0, stop: Callable[[], bool] = lambda: False) -> None:
     """Follow pods with the official client (in-cluster config, else ~/.kube/config) until `stop()`.
 
-    A job's pods settle while the watch stream is quiet, so registering waits for no event:
-    a thread syncs every `sync_every_s` (the tracker under one lock with the stream)."""
+    As an informer does: list the pods (the tracker forgets those gone), then watch from the
+    list's resourceVersion; when the watch fails (410 Gone after a compaction, the API server
+    away) list again. A job's pods settle while the stream is quiet, so a thread syncs every
+    `sync_every_s` (the tracker under one lock with the stream)."""
     from kubernetes import client, config
     from kubernetes import watch as k8s_watch
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
 
     try:
         config.load_incluster_config()
@@ -221,12 +238,20 @@ def watch(tracker: Tracker, *, namespace: str | None = None, label_selector: str
     syncer.start()
     try:
         while not stop():
-            stream = k8s_watch.Watch()
-            for event in stream.stream(lister, label_selector=label_selector, timeout_seconds=int(max(1, sync_every_s * 30))):
+            try:
+                listed = lister(label_selector=label_selector)
                 with lock:
-                    tracker.observe(event["type"], api.sanitize_for_serialization(event["object"]))
-                if stop():
-                    break
+                    tracker.resync(api.sanitize_for_serialization(pod) for pod in listed.items)
+                stream = k8s_watch.Watch()
+                for event in stream.stream(lister, label_selector=label_selector, resource_version=listed.metadata.resource_version,
+                                           timeout_seconds=int(max(1, sync_every_s * 30))):
+                    with lock:
+                        tracker.observe(event["type"], api.sanitize_for_serialization(event["object"]))
+                    if stop():
+                        break
+            except (ApiException, HTTPError, OSError) as exc:
+                log.warning("k8s: the pod watch ended (%s); listing the pods again", getattr(exc, "status", None) or exc)
+                time.sleep(sync_every_s)
     finally:
         finished.set()
         syncer.join()
