@@ -242,8 +242,9 @@ def watch(tracker: Tracker, *, namespace: str | None = None, label_selector: str
                 listed = lister(label_selector=label_selector)
                 with lock:
                     tracker.resync(api.sanitize_for_serialization(pod) for pod in listed.items)
+                version = listed.metadata.resource_version if listed.metadata else None  # None: watch from now
                 stream = k8s_watch.Watch()
-                for event in stream.stream(lister, label_selector=label_selector, resource_version=listed.metadata.resource_version,
+                for event in stream.stream(lister, label_selector=label_selector, resource_version=version,
                                            timeout_seconds=int(max(1, sync_every_s * 30))):
                     with lock:
                         tracker.observe(event["type"], api.sanitize_for_serialization(event["object"]))
