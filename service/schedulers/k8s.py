@@ -242,7 +242,7 @@ def watch(tracker: Tracker, *, namespace: str | None = None, label_selector: str
                 listed = lister(label_selector=label_selector)
                 with lock:
                     tracker.resync(api.sanitize_for_serialization(pod) for pod in listed.items)
-                version = listed.metadata.resource_version if listed.metadata else None  # None: watch from now
+                version = listed.metadata.resource_version if listed.metadata else None  # None: the watch starts by sending every pod as ADDED
                 stream = k8s_watch.Watch()
                 for event in stream.stream(lister, label_selector=label_selector, resource_version=version,
                                            timeout_seconds=int(max(1, sync_every_s * 30))):
