@@ -91,10 +91,10 @@ def get_versions(engine: EngineDep) -> dict:
 
 
 @router.get("/racks", dependencies=[Depends(require("reader"))])
-def get_racks(request: Request) -> dict:
+def get_racks(cluster: ClusterDep) -> dict:
     """The current graph's racks (GB200 NVL72) with their compute trays, switch trays and
     chips, in tray order: what the UI's rack lanes need without the whole graph."""
-    graph = request.app.state.cluster.graph
+    graph = cluster.graph
     if graph.topology is None:
         raise HTTPException(404, "no topology uploaded yet")
     return {"topology_version": graph.version, "racks": racks.layout(graph.topology)}
