@@ -12,12 +12,12 @@ from conftest import Server, start_server
 from test_incidents_api import T0
 from test_web import browser, open_page, page, shot  # noqa: F401  (fixtures; the module skips without chromium)
 
-from faultgraph.attribution import simulate_nvl72
 from faultgraph.attribution.generators import NVL72_SWITCH_TRAYS, NVL72_TRAYS, gb200_nvl72
-from faultgraph.attribution.simulate import iso
 from faultgraph.attribution.topology import Topology
 from faultgraph.ingest.parse import parse_line
-from faultgraph.service.evaluate import replay
+from faultgraph.simulate import nvl72 as simulate_nvl72
+from faultgraph.simulate.evaluate import replay
+from faultgraph.simulate.scenarios import iso
 
 
 @pytest.fixture(scope="module")
