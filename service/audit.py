@@ -62,7 +62,7 @@ class Trail:
         deadline = time.monotonic() + 60
         while True:  # an ingest storm may fill the queue: wait for room rather than lose the record
             try:
-                future = self.writer.submit(pending)  # type: ignore[arg-type]  # hinted for Arrow tables; the app's writer converts Pending
+                future = self.writer.submit(pending)
                 break
             except WriterBusy:
                 if time.monotonic() > deadline:

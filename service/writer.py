@@ -12,18 +12,20 @@ thread calls `on_quiet` once no further commit followed for `quiet_s` (a trailin
 or after `max_wait_s` of commits that never pause: the incident engine runs once a storm
 settles rather than re-reading it between its commits, and at a steady pace under a stream;
 `settling` says a burst is still being committed (the engine's own timer waits for it too).
+The thread is a `loops.Loop` running one group per pass, stopped by a marker on the queue.
 """
 
 import logging
 import queue
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sized
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 from sqlalchemy.engine import Connection, Engine
+
+from faultgraph.service.loops import Loop
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +36,7 @@ class WriterBusy(Exception):
 
 @dataclass
 class _Batch:
-    rows: Sequence  # an Arrow table, or what `convert` turns into one
+    rows: Sized  # an Arrow table, or what `convert` turns into one
     done: Future = field(default_factory=Future)
 
 
@@ -64,16 +66,22 @@ class GroupWriter:
         self._max_wait_s = max_wait_s
         self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=max_queue)
         self._max_group_rows = max_group_rows
-        self._thread = threading.Thread(target=self._run, name="faultgraph-writer", daemon=True)
+        self._committed_at: float | None = None  # the last commit `on_quiet` has not followed
+        self._waiting_since = 0.0  # the first such commit
         self.commits = 0
-        self.settling = False  # commits were made that `on_quiet` has not yet followed
-        self._thread.start()
+        # Passes back to back: each blocks on the queue (or the quiet deadline) for its group.
+        self._loop = Loop("writer", self._next, interval=0.0).start()
 
     @property
     def depth(self) -> int:
         return self._queue.qsize()
 
-    def submit(self, rows: Sequence) -> Future:
+    @property
+    def settling(self) -> bool:
+        """Commits were made that `on_quiet` has not yet followed: a burst is under way."""
+        return self._committed_at is not None
+
+    def submit(self, rows: Sized) -> Future:
         """Queue `rows` (an Arrow table, or a batch `convert` takes); the future resolves to
         how many of them were new (stored)."""
         batch = _Batch(rows)
@@ -84,51 +92,50 @@ class GroupWriter:
         return batch.done
 
     def close(self) -> None:
-        """Commit what is queued, then stop the thread."""
+        """Commit what is queued, then stop the thread (the queue is FIFO: the stop marker
+        comes after every batch submitted before it)."""
         self._queue.put(None)
-        self._thread.join()
+        self._loop.join(timeout=None)
 
-    def _run(self) -> None:
-        stopping = False
-        committed_at: float | None = None  # the last commit the quiet callback has not followed
-        waiting_since = 0.0  # the first such commit
-        while not stopping:
-            if committed_at is not None and time.monotonic() - waiting_since >= self._max_wait_s:
-                committed_at = None
-                self._quiet()
-            try:
-                timeout = None if committed_at is None else max(0.0, committed_at + self._quiet_s - time.monotonic())
-                first = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                committed_at = None
-                self._quiet()
-                continue
-            if first is None:
-                if committed_at is not None:
-                    self._quiet()
-                return
-            group = [first]
-            size = len(first.rows)
-            while size < self._max_group_rows:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    stopping = True
-                    break
-                group.append(more)
-                size += len(more.rows)
-            if self._commit(group):
-                if committed_at is None:
-                    waiting_since = time.monotonic()
-                committed_at = time.monotonic()
-                self.settling = True
-        if committed_at is not None:
+    def _next(self) -> None:
+        """One pass: commit the next group, or follow a settled burst with `on_quiet`."""
+        if self._committed_at is not None and time.monotonic() - self._waiting_since >= self._max_wait_s:
             self._quiet()
+        timeout = None if self._committed_at is None else max(0.0, self._committed_at + self._quiet_s - time.monotonic())
+        try:
+            first = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            self._quiet()
+            return
+        if first is None:
+            self._finish()
+            return
+        group, size, stopping = [first], len(first.rows), False
+        while size < self._max_group_rows:
+            try:
+                more = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if more is None:
+                stopping = True
+                break
+            group.append(more)
+            size += len(more.rows)
+        if self._commit(group):
+            now = time.monotonic()
+            if self._committed_at is None:
+                self._waiting_since = now
+            self._committed_at = now
+        if stopping:
+            self._finish()
+
+    def _finish(self) -> None:
+        if self._committed_at is not None:
+            self._quiet()
+        self._loop.stop()
 
     def _quiet(self) -> None:
-        self.settling = False
+        self._committed_at = None
         try:
             self._on_quiet()
         except Exception:
