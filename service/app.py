@@ -102,7 +102,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state),
                                   leading=lambda: lease.held,
                                   shared=(lambda since: stored_beats(engine, since=since)) if replicated else None)
-        pruner = Pruner(engine, Retention(), leading=lambda: lease.held)
+        pruner = Pruner(engine, retention, leading=lambda: lease.held)
         try:
             yield
         finally:
@@ -119,6 +119,8 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app = FastAPI(title="faultgraph", version="0.1.0", lifespan=lifespan,
                   description="Fault-diagnosis timeline for GPU training clusters")
     app.state.settings = settings
+    retention = Retention.from_settings(settings)  # a malformed archive target stops the start, named
+    app.state.archive = retention.archive  # long-range statistics read it with the live store
     app.add_middleware(Authenticate)
     app.state.limiter = IngestLimiter(rate=settings.ingest_rate_per_s, burst=settings.ingest_burst,
                                       unit_bytes=settings.ingest_request_bytes,

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from faultgraph.service import store
 from faultgraph.service.events import service as events_service
+from faultgraph.service.events.archive import open_archive
 from faultgraph.service.events.flows import Retention, prune
 from faultgraph.service.events.models import event_rollups, events
 from faultgraph.service.incidents.models import incident_events
@@ -81,7 +82,7 @@ def test_prune_keeps_what_explains_and_counts_what_it_removes(engine, tmp_path):
     with engine.connect() as conn:
         mtbf_before = stats_service.cluster_mtbf(conn, since=None, until=None, include_planned=False)
 
-    retention = Retention(raw_days=30, sample_days=7, archive=tmp_path / "archive")
+    retention = Retention(raw_days=30, sample_days=7, archive=open_archive(str(tmp_path / "archive")))
     assert prune(engine, retention, now=NOW) == {"days": 3, "rows": 41}  # two days of noise, one of samples
     assert prune(engine, retention, now=NOW) == {"days": 0, "rows": 0}  # idempotent
 
@@ -124,7 +125,7 @@ def test_sigkill_mid_prune_loses_nothing_that_should_stay(engine, db_url, tmp_pa
         assert "keep" in stored_ids(survivor)
         remaining = len(stored_ids(survivor))
         assert 1 < remaining < 1 + 400 * len(days), "the kill should land mid-prune"
-        assert prune(survivor, Retention(raw_days=30, archive=archive), now=NOW)["rows"] == remaining - 1
+        assert prune(survivor, Retention(raw_days=30, archive=open_archive(str(archive))), now=NOW)["rows"] == remaining - 1
         assert stored_ids(survivor) == {"keep"}
         assert counts_by_hour(survivor) == before
         archived = pq.read_table(archive / "events").column("id").to_pylist()

@@ -92,7 +92,8 @@ def get_goodput(
     bucket and by cause, and the first-order model's η at the measured settings beside it."""
     low, high = _window(since, until)
     with request.app.state.engine.connect() as conn:
-        found = goodput.goodput(conn, job=job, since=low, until=high, now=datetime.now(UTC))
+        found = goodput.goodput(conn, job=job, since=low, until=high, now=datetime.now(UTC),
+                                 archive=request.app.state.archive)
     if found is None:
         raise HTTPException(404, f"job {job!r} has no running time in the window")
     return found

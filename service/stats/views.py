@@ -42,11 +42,11 @@ def get_mtbf(
             return service.type_mtbf(conn, kind=scope, topology=request.app.state.cluster.topology, since=low,
                                      until=high, include_planned=include_planned, project_to=project_to)
         job = scope.removeprefix("job:")
-        if not service.job_known(conn, job=job):
+        if not service.job_known(conn, job=job, archive=request.app.state.archive):
             raise HTTPException(404, f"scope: {scope!r} is not 'cluster', a component type "
                                      f"({', '.join(UNIT_TYPES)}) or a job with stored events")
         return service.job_mtbf(conn, job=job, since=low, until=high, include_planned=include_planned,
-                                now=datetime.now(UTC))
+                                now=datetime.now(UTC), archive=request.app.state.archive)
 
 
 @router.get("/causes", dependencies=[Depends(require("reader"))])
