@@ -26,6 +26,7 @@ from faultgraph.service.events.flows import Pruner, Retention
 from faultgraph.service.events.models import events
 from faultgraph.service.fleet import views as fleet_views
 from faultgraph.service.flight_recorder import views as flight_recorder_views
+from faultgraph.service.hosts import views as hosts_views
 from faultgraph.service.incidents import views as incidents_views
 from faultgraph.service.incidents.flows import IncidentRunner
 from faultgraph.service.inventory import views as inventory_views
@@ -132,6 +133,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app.include_router(topology_views.router)
     app.include_router(jobs_views.router)
     app.include_router(stats_views.router)
+    app.include_router(hosts_views.router)
     app.include_router(logs_views.router)
     app.include_router(diagnose_views.router)
     app.include_router(inventory_views.router)

@@ -56,6 +56,17 @@ def load_settings(db: str | None = None) -> Settings:
         raise typer.Exit(2) from None
 
 
+def _check_archive(settings: Settings) -> None:
+    """A malformed FAULTGRAPH_ARCHIVE* ends the command with what is wrong, not a traceback."""
+    from faultgraph.service.events import archive
+
+    try:
+        archive.from_settings(settings)
+    except ValueError as exc:
+        typer.echo(f"invalid setting: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
 DbOption = Annotated[str | None, typer.Option("--db", help="Database URL (env FAULTGRAPH_DB); default a DuckDB file in the user's data directory.")]
 
 
@@ -70,6 +81,7 @@ def serve(
 ) -> None:
     """Run the service (ingest, query, incidents, statistics, web UI)."""
     settings = load_settings(db)
+    _check_archive(settings)
     ssl_context = _server_tls(tls_cert, tls_key, tls_client_ca)
     with _open_store(settings.db_url) as engine, engine.connect() as conn:
         live_tokens = tokens.count(conn)
@@ -291,11 +303,8 @@ def prune(
     settings = load_settings(db)
     given = {"retain_raw_days": retain_days, "retain_sample_days": sample_days, "archive": archive}
     settings = settings.model_copy(update={name: value for name, value in given.items() if value is not None})
-    try:
-        retention = Retention.from_settings(settings)
-    except ValueError as exc:
-        typer.echo(f"invalid archive: {exc}", err=True)
-        raise typer.Exit(2) from None
+    _check_archive(settings)
+    retention = Retention.from_settings(settings)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     engine = store.make_engine(settings.db_url)
     try:

@@ -115,7 +115,7 @@ def _active_jobs(conn: Connection, since: datetime | None, until: datetime | Non
         query = query.where(events.c.time <= store.to_db_time(until))
         clauses.append("time <= ?")
         params.append(store.to_db_time(until))
-    counts: dict[str, int] = dict(conn.execute(query.group_by(events.c.job)).tuples().all())
+    counts: dict[str, int] = {name: count for name, count in conn.execute(query.group_by(events.c.job))}
     if archive is not None:
         sql = f"SELECT job, count(*) FROM archived WHERE {' AND '.join(clauses)} GROUP BY job"  # nosec B608: fixed clauses, values bound
         for name, count in archive.query(sql, archives.recorded(conn, since=since, until=until), params):
