@@ -134,8 +134,8 @@ def _archive_day(conn: Connection, day: date, which, archive: Archive) -> None:
     if not count:
         return
     name = archive.name(day, first, last)
-    rows = conn.execution_options(yield_per=transfer.CHUNK_ROWS).execute(
-        sa.select(events).where(which).order_by(events.c.seq))
+    rows = conn.execute(sa.select(events).where(which).order_by(events.c.seq)
+                        .execution_options(yield_per=transfer.CHUNK_ROWS))  # the statement's, not the connection's
     archive.write(name, (transfer.arrow_rows(events, [row._asdict() for row in part]) for part in rows.partitions()))
     conn.execute(archive_files.insert().values(path=name, day=day, first_seq=first, last_seq=last, rows=count))
 
