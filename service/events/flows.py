@@ -91,11 +91,13 @@ def prune(engine: Engine, retention: Retention, *, now: datetime) -> dict[str, i
 
 def _prune_day(engine: Engine, day: date, cutoffs: tuple, archive: Archive | None) -> int:
     with engine.connect() as conn:
-        if conn.dialect.name == "postgresql":  # one pruner at a time across replicas
+        if conn.dialect.name == "postgresql":
+            # One snapshot for the archive, the rollup and the delete (a late event committed
+            # meanwhile waits for the next pass), and one pruner at a time across replicas.
+            conn.execution_options(isolation_level="REPEATABLE READ")
             conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7070707)")
         which = _prunable(*cutoffs, day)
-        if archive is not None:
-            _archive_day(conn, day, which, archive)
+        archived = _archive_day(conn, day, which, archive) if archive is not None else None
         hour = sa.func.date_trunc("hour", events.c.time).label("hour")
         counts = conn.execute(
             sa.select(hour, events.c.host, events.c.kind, events.c.severity, sa.func.count().label("count"),
@@ -104,6 +106,9 @@ def _prune_day(engine: Engine, day: date, cutoffs: tuple, archive: Archive | Non
         ).all()
         _add_rollups(conn, counts)
         removed = conn.execute(events.delete().where(which)).rowcount
+        if archived is not None and removed != archived:
+            conn.rollback()
+            raise RuntimeError(f"prune {day}: {removed} rows to remove but {archived} archived; day left as it was")
         conn.commit()
     log.info("pruned %s: %d raw events rolled up%s", day, removed, f" and archived to {archive.target}" if archive else "")
     return removed
@@ -123,21 +128,23 @@ def _add_rollups(conn: Connection, counts: list) -> None:
     }))
 
 
-def _archive_day(conn: Connection, day: date, which, archive: Archive) -> None:
+def _archive_day(conn: Connection, day: date, which, archive: Archive) -> int:
     """The day's rows to `events/day=YYYY-MM-DD/seq-<first>-<last>.parquet` under the archive,
-    recorded in `archive_files` by the caller's transaction. Files of the day a crashed run
-    left unrecorded go first: their rows are still live, and are in the file written now."""
+    recorded in `archive_files` by the caller's transaction; the rows archived. Files of the day
+    a crashed run left unrecorded go first: their rows are still live, and are in the file
+    written now."""
     recorded = set(conn.execute(sa.select(archive_files.c.path).where(archive_files.c.day == day)).scalars())
     archive.delete([name for name in archive.files_of(day) if name not in recorded])
     first, last, count = conn.execute(sa.select(sa.func.min(events.c.seq), sa.func.max(events.c.seq),
                                                 sa.func.count()).where(which)).one()
     if not count:
-        return
+        return 0
     name = archive.name(day, first, last)
     rows = conn.execute(sa.select(events).where(which).order_by(events.c.seq)
                         .execution_options(yield_per=transfer.CHUNK_ROWS))  # the statement's, not the connection's
     archive.write(name, (transfer.arrow_rows(events, [row._asdict() for row in part]) for part in rows.partitions()))
     conn.execute(archive_files.insert().values(path=name, day=day, first_seq=first, last_seq=last, rows=count))
+    return int(count)
 
 
 class Pruner:
