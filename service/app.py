@@ -19,10 +19,11 @@ from faultgraph.service.auth.middleware import INGEST_PATHS, Authenticate
 from faultgraph.service.auth.service import Authenticator
 from faultgraph.service.cluster import Cluster
 from faultgraph.service.config import Settings
+from faultgraph.service.deps import EngineDep, LeaseDep, WriterDep
 from faultgraph.service.diagnose import views as diagnose_views
 from faultgraph.service.events import service as events_service
 from faultgraph.service.events import views as events_views
-from faultgraph.service.events.flows import Pruner, Retention
+from faultgraph.service.events.flows import Retention, prune_loop
 from faultgraph.service.events.models import events
 from faultgraph.service.fleet import views as fleet_views
 from faultgraph.service.flight_recorder import views as flight_recorder_views
@@ -105,7 +106,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state),
                                   leading=lambda: lease.held,
                                   shared=(lambda since: stored_beats(engine, since=since)) if replicated else None)
-        pruner = Pruner(engine, retention, leading=lambda: lease.held)
+        pruner = prune_loop(engine, retention, leading=lambda: lease.held)
         try:
             yield
         finally:
@@ -150,13 +151,12 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         return RedirectResponse("/ui/")
 
     @app.get("/healthz", tags=["health"])
-    def healthz(request: Request) -> dict:
+    def healthz(engine: EngineDep, writer: WriterDep, lease: LeaseDep) -> dict:
         """Liveness and readiness: the store answers and the writer is keeping up; `leader`
         says whether this replica runs the incident engine and the liveness watcher."""
-        with request.app.state.engine.connect() as conn:
+        with engine.connect() as conn:
             conn.exec_driver_sql("SELECT 1")
-        return {"status": "ok", "writer_queue": request.app.state.writer.depth,
-                "leader": request.app.state.lease.held}
+        return {"status": "ok", "writer_queue": writer.depth, "leader": lease.held}
 
     def openapi() -> dict:
         """FastAPI's schema, with 422 documented as the `{"detail": "..."}` actually sent, and

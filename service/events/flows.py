@@ -9,7 +9,6 @@ never read, and the next run for that day deletes it and writes the day again.
 """
 
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -23,6 +22,7 @@ from faultgraph.service.events import archive as archives
 from faultgraph.service.events.archive import Archive
 from faultgraph.service.events.models import archive_files, event_rollups, events
 from faultgraph.service.incidents.models import incident_events
+from faultgraph.service.loops import Loop
 
 log = logging.getLogger(__name__)
 
@@ -147,28 +147,6 @@ def _archive_day(conn: Connection, day: date, which, archive: Archive) -> int:
     return int(count)
 
 
-class Pruner:
-    """The scheduled pass: `prune` every `period` seconds while `leading()` (one replica)."""
-
-    def __init__(self, engine: Engine, retention: Retention, *, leading: Callable[[], bool],
-                 period: float = 3600.0) -> None:
-        self._engine = engine
-        self._retention = retention
-        self._leading = leading
-        self._period = period
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="faultgraph-prune", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._period):
-            if not self._leading():
-                continue
-            try:
-                prune(self._engine, self._retention, now=datetime.now(UTC))
-            except Exception:
-                log.exception("retention pass failed; retrying in %.0f s", self._period)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
+def prune_loop(engine: Engine, retention: Retention, *, leading: Callable[[], bool], period: float = 3600.0) -> Loop:
+    """The scheduled pass, started: `prune` every `period` seconds while `leading()` (one replica)."""
+    return Loop("prune", lambda: prune(engine, retention, now=datetime.now(UTC)), interval=period, leading=leading).start()
