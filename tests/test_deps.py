@@ -23,7 +23,7 @@ def test_no_dependency_adds_a_parameter_to_the_api() -> None:
     schema = create_app().openapi()
     names = {parameter["name"] for path in schema["paths"].values() for operation in path.values()
              for parameter in operation.get("parameters", [])}
-    providers = {"request", "app_state",  # (`state` is a real query parameter of jobs and components)
+    providers = {"request", "ingest",  # (`state` is a real query parameter of jobs and components)
                  "engine", "cluster", "writer", "settings", "metrics", "limiter",
                  "liveness", "auth", "authenticator", "lease", "runner", "trail", "audit_trail"}
     assert names, "the schema lists the routes' own parameters"

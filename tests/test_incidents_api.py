@@ -319,7 +319,8 @@ def test_the_demo_ends_with_no_incident_that_did_not_happen(db_url):
 
     from conftest import start_server
 
-    from faultgraph.service import demo, evaluate
+    from faultgraph.service import demo
+    from faultgraph.simulate import evaluate
 
     srv = start_server(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"})
     try:

@@ -81,11 +81,11 @@ def _load_events(conn: Connection, low: datetime, high: datetime) -> list[dict]:
 
 def _overlapping(conn: Connection, low: datetime, high: datetime) -> list[sa.Row]:
     """Stored incidents whose span comes within GAP of [low, high]."""
-    return conn.execute(
+    return list(conn.execute(
         sa.select(incidents).where(incidents.c.start <= high + GAP, incidents.c.last >= low - GAP,
                                    incidents.c.type != "degradation")
         .order_by(incidents.c.number)
-    ).fetchall()
+    ).fetchall())
 
 
 def _values(draft: Draft, stored: sa.Row | None, topology_version: int | None) -> dict:

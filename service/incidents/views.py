@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query
 from starlette.concurrency import run_in_threadpool
 
-from faultgraph.attribution.causes import CATEGORIES
+from faultgraph.ingest.causes import CATEGORIES
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.deps import AuditDep, EngineDep, RunnerDep
 from faultgraph.service.http import parse_time

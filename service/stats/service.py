@@ -29,13 +29,14 @@ import math
 import statistics
 from collections.abc import Callable
 from datetime import datetime
+from typing import Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from faultgraph.attribution.checkpoint import economics, goodput_exact, simulate_goodput
 from faultgraph.attribution.ledger import ledger
-from faultgraph.attribution.reliability import between_failures, mtbf, unit_mtbf
+from faultgraph.attribution.reliability import BetweenFailures, between_failures, mtbf, unit_mtbf
 from faultgraph.attribution.topology import COMPONENT_TYPES, Topology
 from faultgraph.service import store
 from faultgraph.service.events import archive as archives
@@ -162,7 +163,7 @@ def units_of(kind: str, topology: Topology | None) -> int | None:
     return counts.get(kind, 0)
 
 
-def _failure_times(found: list[dict]) -> dict:
+def _failure_times(found: list[dict]) -> BetweenFailures:
     return between_failures([item["failed_at"] for item in found])
 
 
@@ -239,11 +240,11 @@ def type_mtbf(
 
 def job_known(conn: Connection, *, job: str, archive: Archive | None = None) -> bool:
     """Whether any event (stored or archived) or incident names the job."""
-    named = conn.execute(sa.select(events.c.id).where(events.c.job == job).limit(1)).first()
-    if named is None and archive is not None:
-        named = next(iter(archive.query("SELECT 1 FROM archived WHERE job = ? LIMIT 1", archives.recorded(conn), [job])), None)
-    return named is not None or conn.execute(
-        sa.select(incidents.c.id).where(incidents.c.job == job).limit(1)).first() is not None
+    if conn.execute(sa.select(events.c.id).where(events.c.job == job).limit(1)).first() is not None:
+        return True
+    if archive is not None and archive.query("SELECT 1 FROM archived WHERE job = ? LIMIT 1", archives.recorded(conn), [job]):
+        return True
+    return conn.execute(sa.select(incidents.c.id).where(incidents.c.job == job).limit(1)).first() is not None
 
 
 def job_running_span(conn: Connection, *, job: str, now: datetime,
@@ -359,7 +360,7 @@ def checkpoint(
     mtbf_hours: float,
     interval_minutes: float | None,
     simulate: int | None = None,
-    distribution: str = "exponential",
+    distribution: Literal["exponential", "weibull"] = "exponential",
     shape: float = 1.0,
     seed: int | None = None,
 ) -> dict:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from faultgraph.attribution import racks
 from faultgraph.attribution.topology import TopologyError
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.cluster import Cluster
@@ -87,6 +88,16 @@ def get_versions(engine: EngineDep) -> dict:
         versions = service.get_all(conn)
         changes = inventory_service.changes_by_version(conn)
     return {"versions": [{**v, **({"changes": changes[v["version"]]} if v["version"] in changes else {})} for v in versions]}
+
+
+@router.get("/racks", dependencies=[Depends(require("reader"))])
+def get_racks(cluster: ClusterDep) -> dict:
+    """The current graph's racks (GB200 NVL72) with their compute trays, switch trays and
+    chips, in tray order: what the UI's rack lanes need without the whole graph."""
+    graph = cluster.graph
+    if graph.topology is None:
+        raise HTTPException(404, "no topology uploaded yet")
+    return {"topology_version": graph.version, "racks": racks.layout(graph.topology)}
 
 
 @router.get("/components/{component:path}", dependencies=[Depends(require("reader"))])
