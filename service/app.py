@@ -27,6 +27,7 @@ from faultgraph.service.events.flows import Retention, prune_loop
 from faultgraph.service.events.models import events
 from faultgraph.service.fleet import views as fleet_views
 from faultgraph.service.flight_recorder import views as flight_recorder_views
+from faultgraph.service.hosts import views as hosts_views
 from faultgraph.service.incidents import views as incidents_views
 from faultgraph.service.incidents.flows import IncidentRunner
 from faultgraph.service.inventory import views as inventory_views
@@ -105,7 +106,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state.writer),
                                   leading=lambda: lease.held,
                                   shared=(lambda since: stored_beats(engine, since=since)) if replicated else None)
-        pruner = prune_loop(engine, Retention(), leading=lambda: lease.held)
+        pruner = prune_loop(engine, retention, leading=lambda: lease.held)
         try:
             yield
         finally:
@@ -122,6 +123,8 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app = FastAPI(title="faultgraph", version="0.1.0", lifespan=lifespan,
                   description="Fault-diagnosis timeline for GPU training clusters")
     app.state.settings = settings
+    retention = Retention.from_settings(settings)  # a malformed archive target stops the start, named
+    app.state.archive = retention.archive  # long-range statistics read it with the live store
     app.add_middleware(Authenticate)
     app.state.limiter = IngestLimiter(rate=settings.ingest_rate_per_s, burst=settings.ingest_burst,
                                       unit_bytes=settings.ingest_request_bytes,
@@ -133,6 +136,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app.include_router(topology_views.router)
     app.include_router(jobs_views.router)
     app.include_router(stats_views.router)
+    app.include_router(hosts_views.router)
     app.include_router(logs_views.router)
     app.include_router(diagnose_views.router)
     app.include_router(inventory_views.router)

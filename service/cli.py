@@ -57,6 +57,17 @@ def load_settings(db: str | None = None) -> Settings:
         raise typer.Exit(2) from None
 
 
+def _check_archive(settings: Settings) -> None:
+    """A malformed FAULTGRAPH_ARCHIVE* ends the command with what is wrong, not a traceback."""
+    from faultgraph.service.events import archive
+
+    try:
+        archive.from_settings(settings)
+    except ValueError as exc:
+        typer.echo(f"invalid setting: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
 DbOption = Annotated[str | None, typer.Option("--db", help="Database URL (env FAULTGRAPH_DB); default a DuckDB file in the user's data directory.")]
 
 
@@ -71,6 +82,7 @@ def serve(
 ) -> None:
     """Run the service (ingest, query, incidents, statistics, web UI)."""
     settings = load_settings(db)
+    _check_archive(settings)
     ssl_context = _server_tls(tls_cert, tls_key, tls_client_ca)
     with _open_store(settings.db_url) as engine, engine.connect() as conn:
         live_tokens = tokens.count(conn)
@@ -277,9 +289,10 @@ def import_command(directory: DirArgument, db: DbOption = None) -> None:
 @app.command()
 def prune(
     db: DbOption = None,
-    retain_days: Annotated[int | None, typer.Option(help="Days raw low-severity events are kept (default FAULTGRAPH_RETAIN_RAW_DAYS or 30).")] = None,
-    sample_days: Annotated[int | None, typer.Option(help="Days samples (train_step, gpu_perf) are kept (default FAULTGRAPH_RETAIN_SAMPLE_DAYS or 7).")] = None,
-    archive: Annotated[Path | None, typer.Option(help="Folder that receives each pruned day as Parquet.")] = None,
+    retain_days: Annotated[int | None, typer.Option(min=0, help="Days raw low-severity events are kept (default FAULTGRAPH_RETAIN_RAW_DAYS or 30).")] = None,
+    sample_days: Annotated[int | None, typer.Option(min=0, help="Days samples (train_step, gpu_perf) are kept (default FAULTGRAPH_RETAIN_SAMPLE_DAYS or 7).")] = None,
+    archive: Annotated[str | None, typer.Option(help="Folder or s3://bucket/prefix that receives each pruned day as Parquet "
+                                                     "(default FAULTGRAPH_ARCHIVE; S3 endpoint and keys from FAULTGRAPH_ARCHIVE_*).")] = None,
 ) -> None:
     """Roll up, archive and remove raw low-severity events past their retention (idempotent;
     safe to interrupt). The service runs the same pass every hour."""
@@ -288,11 +301,11 @@ def prune(
     from faultgraph.service.events.flows import Retention
     from faultgraph.service.events.flows import prune as prune_store
 
-    settings = Settings(db_url=db) if db else Settings()
-    defaults = Retention()
-    retention = Retention(raw_days=defaults.raw_days if retain_days is None else retain_days,
-                          sample_days=defaults.sample_days if sample_days is None else sample_days,
-                          archive=archive or defaults.archive)
+    settings = load_settings(db)
+    given = {"retain_raw_days": retain_days, "retain_sample_days": sample_days, "archive": archive}
+    settings = settings.model_copy(update={name: value for name, value in given.items() if value is not None})
+    _check_archive(settings)
+    retention = Retention.from_settings(settings)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     engine = store.make_engine(settings.db_url)
     try:

@@ -7,7 +7,7 @@ rendered from this class (`faultgraph settings`), so the documentation cannot dr
 from pathlib import Path
 
 from platformdirs import user_data_dir
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 MiB = 1024 * 1024
@@ -42,6 +42,25 @@ class Settings(BaseSettings):
     heartbeat_timeout_s: float = Field(60.0, gt=0, validation_alias=_env("HEARTBEAT_TIMEOUT"),
                                        description="Seconds of silence after which a host whose agent sent "
                                                    "heartbeats is marked lost.")
+    # Retention and archive (service/events/flows.py, service/events/archive.py).
+    retain_raw_days: int = Field(30, ge=0, validation_alias=_env("RETAIN_RAW_DAYS"),
+                                 description="Days raw debug/info/warning events are kept before they are rolled "
+                                             "up, archived and removed (0: kept).")
+    retain_sample_days: int = Field(7, ge=0, validation_alias=_env("RETAIN_SAMPLE_DAYS"),
+                                    description="Days raw samples (`train_step`, `gpu_perf`) are kept (0: kept).")
+    archive: str | None = Field(None, validation_alias=_env("ARCHIVE"),
+                                description="Where pruned days go as Parquet: a folder or `s3://bucket/prefix` "
+                                            "(unset: not archived).")
+    archive_endpoint: str | None = Field(None, validation_alias=_env("ARCHIVE_ENDPOINT"),
+                                         description="`http(s)://host:port` of an S3-compatible server "
+                                                     "(unset: AWS).")
+    archive_region: str | None = Field(None, validation_alias=_env("ARCHIVE_REGION"),
+                                       description="The bucket's region (unset: the AWS SDK's default).")
+    archive_access_key: str | None = Field(None, validation_alias=_env("ARCHIVE_ACCESS_KEY"),
+                                           description="S3 access key (unset: the AWS SDK's chain, "
+                                                       "e.g. `AWS_ACCESS_KEY_ID`).")
+    archive_secret_key: SecretStr | None = Field(None, validation_alias=_env("ARCHIVE_SECRET_KEY"),
+                                                 description="S3 secret key, with the access key.")
     group_commit_rows: int = Field(50_000, validation_alias=_env("GROUP_COMMIT_ROWS"), gt=0, description="Rows one group commit may gather from queued batches.")
     webhooks: str = Field("", validation_alias=_env("WEBHOOKS"), description="Alert targets, comma-separated: a URL (generic JSON), `slack=URL`, "
                                           "`pagerduty`.")

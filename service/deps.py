@@ -20,6 +20,7 @@ from faultgraph.service.auth.limits import IngestLimiter
 from faultgraph.service.auth.service import Authenticator
 from faultgraph.service.cluster import Cluster
 from faultgraph.service.config import Settings
+from faultgraph.service.events.archive import Archive
 from faultgraph.service.incidents.flows import IncidentRunner
 from faultgraph.service.leader import Lease
 from faultgraph.service.liveness import Liveness
@@ -63,6 +64,7 @@ liveness = _from_state("liveness")
 authenticator = _from_state("auth")
 lease = _from_state("lease")
 runner = _from_state("runner")
+archive = _from_state("archive")  # None when no archive is configured
 ingest = _from_state("ingest")
 
 EngineDep = Annotated[Engine, Depends(engine)]
@@ -77,3 +79,4 @@ LeaseDep = Annotated[Lease, Depends(lease)]
 RunnerDep = Annotated[IncidentRunner, Depends(runner)]
 IngestDep = Annotated[Ingest, Depends(ingest)]
 AuditDep = Annotated[Trail, Depends(audit_trail)]
+ArchiveDep = Annotated[Archive | None, Depends(archive)]

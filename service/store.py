@@ -334,9 +334,11 @@ def upsert(conn: Connection, table: sa.Table, rows: pa.Table, *, newer: str) -> 
         finally:
             raw.unregister("_upsert")
         return
-    values = ", ".join("(" + ", ".join(f":{name}_{i}" for name in rows.column_names) + ")" for i in range(rows.num_rows))
-    params = {f"{name}_{i}": value for i, row in enumerate(rows.to_pylist()) for name, value in row.items()}
-    conn.execute(sa.text(f'INSERT INTO "{table.name}" ({columns}) VALUES {values} {conflict}'), params)
+    # One array parameter per column, not one parameter per value: a VALUES list of 2,048
+    # hosts × 4 columns spent most of the writer's time compiling and binding the statement.
+    arrays = ", ".join(f"CAST(:{name} AS {table.c[name].type.compile(dialect=conn.dialect)}[])" for name in rows.column_names)
+    params = {name: rows.column(name).to_pylist() for name in rows.column_names}
+    conn.execute(sa.text(f'INSERT INTO "{table.name}" ({columns}) SELECT * FROM unnest({arrays}) {conflict}'), params)
 
 
 def _create_postgres_indexes(conn: Connection) -> None:

@@ -22,6 +22,9 @@ from faultgraph.service import store
 FORMAT = "faultgraph-export"
 MANIFEST = "manifest.json"
 CHUNK_ROWS = 50_000
+# One Parquet format for the export and the archive of pruned days (service/events/archive.py):
+# the table's columns as `arrow_schema` types, JSON as its text, this compression.
+COMPRESSION = "zstd"
 
 # Tables that describe the database rather than hold data: recorded in the manifest instead.
 _SKIPPED = {store.schema_info.name}
@@ -59,6 +62,18 @@ def arrow_schema(table: sa.Table) -> pa.Schema:
     return pa.schema([pa.field(column.name, arrow_type(column), nullable=column.nullable) for column in table.columns])
 
 
+def arrow_rows(table: sa.Table, records: list[dict]) -> pa.Table:
+    """Rows of `table` (dicts from a select) as an Arrow table of its Parquet schema: JSON
+    columns become their text, as both the export and the archive store them."""
+    json_columns = [c.name for c in table.columns if isinstance(c.type, sa.JSON)]
+    for record in records:
+        for name in json_columns:
+            value = record[name]
+            if value is not None and not isinstance(value, str):
+                record[name] = orjson.dumps(value).decode()
+    return pa.Table.from_pylist(records, schema=arrow_schema(table))
+
+
 def data_tables() -> list[sa.Table]:
     """Every data table, parents before children (the order an import must follow)."""
     store.register_tables()
@@ -66,17 +81,10 @@ def data_tables() -> list[sa.Table]:
 
 
 def _chunks(conn: Connection, table: sa.Table) -> Iterator[pa.Table]:
-    schema = arrow_schema(table)
-    json_columns = [c.name for c in table.columns if isinstance(c.type, sa.JSON)]
     order = list(table.primary_key.columns) or list(table.columns)
     result = conn.execution_options(yield_per=CHUNK_ROWS).execute(sa.select(table).order_by(*order))
     for partition in result.partitions():
-        records = [row._asdict() for row in partition]
-        for record in records:
-            for name in json_columns:
-                if record[name] is not None:
-                    record[name] = orjson.dumps(record[name]).decode()
-        yield pa.Table.from_pylist(records, schema=schema)
+        yield arrow_rows(table, [row._asdict() for row in partition])
 
 
 def export_all(engine: Engine, directory: Path) -> dict[str, int]:
@@ -93,7 +101,7 @@ def export_all(engine: Engine, directory: Path) -> dict[str, int]:
             version = conn.execute(sa.select(sa.func.max(store.schema_info.c.version))).scalar()
             for table in data_tables():
                 path = directory / f"{table.name}.parquet"
-                with pq.ParquetWriter(path, arrow_schema(table), compression="zstd") as writer:
+                with pq.ParquetWriter(path, arrow_schema(table), compression=COMPRESSION) as writer:
                     counts[table.name] = 0
                     for chunk in _chunks(conn, table):
                         writer.write_table(chunk)

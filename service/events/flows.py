@@ -1,28 +1,26 @@
 """Retention: raw low-severity events older than their retention are rolled up into hourly
 counts, archived to Parquet, and removed; everything that explains an incident stays.
 
-One closed day at a time, each in one transaction (rollup added, rows deleted): a crash
-leaves a day either untouched or done, never half-counted, and a second run finds nothing
-left to do. The day's Parquet file is written first, named for that day and the range of
-`seq` it holds, and replaced atomically: a crash after writing it and before the commit
-leaves a file the next run writes again, identically.
+One closed day at a time, each in one transaction (rollup added, rows deleted, archived
+file recorded): a crash leaves a day either untouched or done, never half-counted, and a
+second run finds nothing left to do. The day's Parquet file is written first, whole or not
+at all (service/events/archive.py); a file a crashed run wrote is not recorded, so it is
+never read, and the next run for that day deletes it and writes the day again.
 """
 
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 
-import orjson
-import pyarrow as pa
-import pyarrow.parquet as pq
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from faultgraph.service import store, transfer
-from faultgraph.service.events.models import event_rollups, events
+from faultgraph.service.config import Settings
+from faultgraph.service.events import archive as archives
+from faultgraph.service.events.archive import Archive
+from faultgraph.service.events.models import archive_files, event_rollups, events
 from faultgraph.service.incidents.models import incident_events
 from faultgraph.service.loops import Loop
 
@@ -44,9 +42,14 @@ class Retention:
     """Days raw low-severity events and samples are kept, and where removed days are
     archived (None: not)."""
 
-    raw_days: int = int(os.environ.get("FAULTGRAPH_RETAIN_RAW_DAYS", "30"))
-    sample_days: int = int(os.environ.get("FAULTGRAPH_RETAIN_SAMPLE_DAYS", "7"))
-    archive: Path | None = Path(os.environ["FAULTGRAPH_ARCHIVE"]) if os.environ.get("FAULTGRAPH_ARCHIVE") else None
+    raw_days: int = 30
+    sample_days: int = 7
+    archive: Archive | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "Retention":
+        """FAULTGRAPH_RETAIN_* and FAULTGRAPH_ARCHIVE*; ValueError names a malformed archive target."""
+        return cls(settings.retain_raw_days, settings.retain_sample_days, archives.from_settings(settings))
 
 
 def _prunable(raw_before: datetime | None, sample_before: datetime | None, day: date | None = None):
@@ -86,13 +89,15 @@ def prune(engine: Engine, retention: Retention, *, now: datetime) -> dict[str, i
     return done
 
 
-def _prune_day(engine: Engine, day: date, cutoffs: tuple, archive: Path | None) -> int:
+def _prune_day(engine: Engine, day: date, cutoffs: tuple, archive: Archive | None) -> int:
     with engine.connect() as conn:
-        if conn.dialect.name == "postgresql":  # one pruner at a time across replicas
+        if conn.dialect.name == "postgresql":
+            # One snapshot for the archive, the rollup and the delete (a late event committed
+            # meanwhile waits for the next pass), and one pruner at a time across replicas.
+            conn.execution_options(isolation_level="REPEATABLE READ")
             conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7070707)")
         which = _prunable(*cutoffs, day)
-        if archive is not None:
-            _archive_day(conn, day, which, archive)
+        archived = _archive_day(conn, day, which, archive) if archive is not None else None
         hour = sa.func.date_trunc("hour", events.c.time).label("hour")
         counts = conn.execute(
             sa.select(hour, events.c.host, events.c.kind, events.c.severity, sa.func.count().label("count"),
@@ -101,8 +106,11 @@ def _prune_day(engine: Engine, day: date, cutoffs: tuple, archive: Path | None) 
         ).all()
         _add_rollups(conn, counts)
         removed = conn.execute(events.delete().where(which)).rowcount
+        if archived is not None and removed != archived:
+            conn.rollback()
+            raise RuntimeError(f"prune {day}: {removed} rows to remove but {archived} archived; day left as it was")
         conn.commit()
-    log.info("pruned %s: %d raw events rolled up%s", day, removed, f" and archived to {archive}" if archive else "")
+    log.info("pruned %s: %d raw events rolled up%s", day, removed, f" and archived to {archive.target}" if archive else "")
     return removed
 
 
@@ -120,25 +128,23 @@ def _add_rollups(conn: Connection, counts: list) -> None:
     }))
 
 
-def _archive_day(conn: Connection, day: date, which, archive: Path) -> None:
-    """The day's rows to `archive/events/day=YYYY-MM-DD/seq-<first>-<last>.parquet` in the
-    export's format (`faultgraph import` reads it back)."""
-    schema = transfer.arrow_schema(events)
-    records = [row._asdict() for row in conn.execute(sa.select(events).where(which).order_by(events.c.seq))]
-    if not records:
-        return
-    for record in records:
-        if record["attrs"] is not None and not isinstance(record["attrs"], str):
-            record["attrs"] = orjson.dumps(record["attrs"]).decode()
-    rows = pa.Table.from_pylist(records, schema=schema)
-    folder = archive / "events" / f"day={day.isoformat()}"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"seq-{records[0]['seq']}-{records[-1]['seq']}.parquet"
-    partial = folder / f".{path.name}.partial"  # hidden: readers of the archive skip it
-    pq.write_table(rows, partial)
-    with open(partial, "rb") as handle:
-        os.fsync(handle.fileno())
-    partial.replace(path)
+def _archive_day(conn: Connection, day: date, which, archive: Archive) -> int:
+    """The day's rows to `events/day=YYYY-MM-DD/seq-<first>-<last>.parquet` under the archive,
+    recorded in `archive_files` by the caller's transaction; the rows archived. Files of the day
+    a crashed run left unrecorded go first: their rows are still live, and are in the file
+    written now."""
+    recorded = set(conn.execute(sa.select(archive_files.c.path).where(archive_files.c.day == day)).scalars())
+    archive.delete([name for name in archive.files_of(day) if name not in recorded])
+    first, last, count = conn.execute(sa.select(sa.func.min(events.c.seq), sa.func.max(events.c.seq),
+                                                sa.func.count()).where(which)).one()
+    if not count:
+        return 0
+    name = archive.name(day, first, last)
+    rows = conn.execute(sa.select(events).where(which).order_by(events.c.seq)
+                        .execution_options(yield_per=transfer.CHUNK_ROWS))  # the statement's, not the connection's
+    archive.write(name, (transfer.arrow_rows(events, [row._asdict() for row in part]) for part in rows.partitions()))
+    conn.execute(archive_files.insert().values(path=name, day=day, first_seq=first, last_seq=last, rows=count))
+    return int(count)
 
 
 def prune_loop(engine: Engine, retention: Retention, *, leading: Callable[[], bool], period: float = 3600.0) -> Loop:

@@ -68,6 +68,18 @@ event_rollups = sa.Table(
     sa.Column("last", sa.DateTime, nullable=False),   # time: the stream's span survives pruning
 )
 
+# The Parquet files retention archived (service/events/archive.py), recorded in the
+# transaction that removed their rows: readers of the archive read these and no other file.
+archive_files = sa.Table(
+    "archive_files",
+    metadata,
+    sa.Column("path", sa.String, primary_key=True),  # relative to the archive's root
+    sa.Column("day", sa.Date, nullable=False),
+    sa.Column("first_seq", sa.BigInteger, nullable=False),
+    sa.Column("last_seq", sa.BigInteger, nullable=False),
+    sa.Column("rows", sa.BigInteger, nullable=False),
+)
+
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(2100, 1, 1, tzinfo=UTC)
 

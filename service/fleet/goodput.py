@@ -15,6 +15,8 @@ from sqlalchemy.engine import Connection
 
 from faultgraph.attribution.goodput import JobRecord, Slowdown, Stop, combine, measure
 from faultgraph.service import store
+from faultgraph.service.events import archive as archives
+from faultgraph.service.events.archive import Archive
 from faultgraph.service.events.models import events
 from faultgraph.service.events.service import format_time
 from faultgraph.service.incidents.models import incidents
@@ -57,9 +59,9 @@ def _events(conn: Connection, job: str, kinds: tuple[str, ...]) -> list[sa.Row]:
 
 
 def job_record(conn: Connection, *, job: str, since: datetime | None, until: datetime | None,
-               now: datetime) -> tuple[JobRecord | None, list[str]]:
+               now: datetime, archive: Archive | None = None) -> tuple[JobRecord | None, list[str]]:
     """Everything measured about one job in the window, and the fallbacks taken."""
-    start, end, notes = job_running_span(conn, job=job, now=now)
+    start, end, notes = job_running_span(conn, job=job, now=now, archive=archive)
     if start is None or end is None:
         return None, notes
     low, high = max(start, since) if since else start, min(end, until) if until else end
@@ -79,28 +81,43 @@ def job_record(conn: Connection, *, job: str, since: datetime | None, until: dat
 
 
 def goodput(conn: Connection, *, job: str | None, since: datetime | None, until: datetime | None,
-            now: datetime) -> dict | None:
+            now: datetime, archive: Archive | None = None) -> dict | None:
     """One job's measure (None if it has no running time in the window), or the GPU-hour
-    weighted measure over the jobs with events in the window."""
+    weighted measure over the jobs with events in the window (stored or archived)."""
     if job is not None:
-        record, notes = job_record(conn, job=job, since=since, until=until, now=now)
+        record, notes = job_record(conn, job=job, since=since, until=until, now=now, archive=archive)
         if record is None:
             return None
         return {**measure(record), "since": format_time(record.start), "until": format_time(record.end),
                 "notes": notes}
     span = window(conn, since=since, until=until)
-    query = sa.select(events.c.job).where(events.c.job.is_not(None))
-    if span["since"] is not None:
-        query = query.where(events.c.time >= store.to_db_time(span["since"]))
-    if span["until"] is not None:
-        query = query.where(events.c.time <= store.to_db_time(span["until"]))
-    named = conn.execute(query.group_by(events.c.job).order_by(sa.func.count().desc(), events.c.job)
-                         .limit(MAX_JOBS)).scalars().all()
+    named = _active_jobs(conn, span["since"], span["until"], archive)
     measured = []
     for name in named:
-        record, _ = job_record(conn, job=name, since=span["since"], until=span["until"], now=now)
+        record, _ = job_record(conn, job=name, since=span["since"], until=span["until"], now=now, archive=archive)
         if record is not None:
             measured.append(measure(record))
     return {**combine(measured), "since": format_time(span["since"]), "until": format_time(span["until"]),
             "per_job": [{k: m[k] for k in ("job", "gpus", "wall_hours", "eta")} | {"model_eta": m["model"]["eta"]}
                         for m in measured]}
+
+
+def _active_jobs(conn: Connection, since: datetime | None, until: datetime | None, archive: Archive | None) -> list[str]:
+    """The jobs named by events in `[since, until]`, the busiest first (at most MAX_JOBS),
+    counting the archived days of the window with the live store."""
+    query = sa.select(events.c.job, sa.func.count()).where(events.c.job.is_not(None))
+    clauses, params = ["job IS NOT NULL"], []
+    if since is not None:
+        query = query.where(events.c.time >= store.to_db_time(since))
+        clauses.append("time >= ?")
+        params.append(store.to_db_time(since))
+    if until is not None:
+        query = query.where(events.c.time <= store.to_db_time(until))
+        clauses.append("time <= ?")
+        params.append(store.to_db_time(until))
+    counts: dict[str, int] = {name: count for name, count in conn.execute(query.group_by(events.c.job))}
+    if archive is not None:
+        sql = f"SELECT job, count(*) FROM archived WHERE {' AND '.join(clauses)} GROUP BY job"  # nosec B608: fixed clauses, values bound
+        for name, count in archive.query(sql, archives.recorded(conn, since=since, until=until), params):
+            counts[name] = counts.get(name, 0) + count
+    return sorted(counts, key=lambda name: (-counts[name], name))[:MAX_JOBS]

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query
 
 from faultgraph.service.auth.dependencies import require
-from faultgraph.service.deps import ClusterDep, EngineDep
+from faultgraph.service.deps import ArchiveDep, ClusterDep, EngineDep
 from faultgraph.service.fleet import goodput, service
 from faultgraph.service.fleet.models import STATES, UNITS
 from faultgraph.service.http import parse_time, split_list
@@ -88,6 +88,7 @@ def fleet_stats(
 @router.get("/stats/goodput", tags=["stats"], dependencies=[Depends(require("reader"))])
 def get_goodput(
     engine: EngineDep,
+    archive: ArchiveDep,
     job: Annotated[str | None, Query(max_length=512)] = None,
     since: str | None = None,
     until: str | None = None,
@@ -96,7 +97,7 @@ def get_goodput(
     bucket and by cause, and the first-order model's η at the measured settings beside it."""
     low, high = _window(since, until)
     with engine.connect() as conn:
-        found = goodput.goodput(conn, job=job, since=low, until=high, now=datetime.now(UTC))
+        found = goodput.goodput(conn, job=job, since=low, until=high, now=datetime.now(UTC), archive=archive)
     if found is None:
         raise HTTPException(404, f"job {job!r} has no running time in the window")
     return found

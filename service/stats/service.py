@@ -16,6 +16,11 @@ Plain functions over a connection; the maths is `attribution/reliability.py`,
   failures is still given and `units` is null.
 - Per job, observed hours are the job's running time: from its first `job_start` (else its
   first event) to its last `job_end`, or to now while it runs, clipped to the window.
+- Retention removes raw low-severity events and samples after some days, never incidents,
+  jobs' `job_*` events, checkpoints or component states. What reads other raw events (a job's
+  first event, the jobs active in a window) reads the archive of pruned days with the live
+  store (`archive`, service/events/archive.py), so a prune does not change the answer; the
+  observed hours' default span also counts the rolled-up hours (`event_rollups`).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from faultgraph.attribution.ledger import ledger
 from faultgraph.attribution.reliability import BetweenFailures, between_failures, mtbf, unit_mtbf
 from faultgraph.attribution.topology import COMPONENT_TYPES, Topology
 from faultgraph.service import store
+from faultgraph.service.events import archive as archives
+from faultgraph.service.events.archive import Archive
 from faultgraph.service.events.models import event_rollups, events
 from faultgraph.service.events.service import format_time
 from faultgraph.service.incidents.models import incidents
@@ -231,14 +238,17 @@ def type_mtbf(
     return answer
 
 
-def job_known(conn: Connection, *, job: str) -> bool:
-    """Whether any event or incident names the job."""
-    named = conn.execute(sa.select(events.c.id).where(events.c.job == job).limit(1)).first()
-    return named is not None or conn.execute(
-        sa.select(incidents.c.id).where(incidents.c.job == job).limit(1)).first() is not None
+def job_known(conn: Connection, *, job: str, archive: Archive | None = None) -> bool:
+    """Whether any event (stored or archived) or incident names the job."""
+    if conn.execute(sa.select(events.c.id).where(events.c.job == job).limit(1)).first() is not None:
+        return True
+    if archive is not None and archive.query("SELECT 1 FROM archived WHERE job = ? LIMIT 1", archives.recorded(conn), [job]):
+        return True
+    return conn.execute(sa.select(incidents.c.id).where(incidents.c.job == job).limit(1)).first() is not None
 
 
-def job_running_span(conn: Connection, *, job: str, now: datetime) -> tuple[datetime | None, datetime | None, list[str]]:
+def job_running_span(conn: Connection, *, job: str, now: datetime,
+                     archive: Archive | None = None) -> tuple[datetime | None, datetime | None, list[str]]:
     """When the job started and ended (or `now` while it runs), with the fallbacks taken."""
     def first_time(*kinds: str, last: bool = False) -> datetime | None:
         pick = sa.func.max if last else sa.func.min
@@ -251,6 +261,11 @@ def job_running_span(conn: Connection, *, job: str, now: datetime) -> tuple[date
     start = first_time("job_start")
     if start is None:
         start = first_time()
+        if archive is not None:  # `job_*` events are never pruned, the job's others may be
+            files = archives.recorded(conn, until=start)
+            archived = store.from_db_time(archive.query("SELECT min(time) FROM archived WHERE job = ?", files, [job])[0][0]
+                                          if files else None)
+            start = min((t for t in (start, archived) if t is not None), default=None)
         if start is not None:
             notes.append("no job_start event: running time counted from the job's first event")
     end = first_time("job_end", last=True)
@@ -261,10 +276,11 @@ def job_running_span(conn: Connection, *, job: str, now: datetime) -> tuple[date
 
 
 def job_mtbf(
-    conn: Connection, *, job: str, since: datetime | None, until: datetime | None, include_planned: bool, now: datetime
+    conn: Connection, *, job: str, since: datetime | None, until: datetime | None, include_planned: bool, now: datetime,
+    archive: Archive | None = None,
 ) -> dict:
     """MTBF of one job: its running time in the window / its interruptions."""
-    start, end, notes = job_running_span(conn, job=job, now=now)
+    start, end, notes = job_running_span(conn, job=job, now=now, archive=archive)
     low = max(t for t in (start, since) if t is not None) if start or since else None
     high = min(t for t in (end, until) if t is not None)
     hours = max(0.0, (high - low).total_seconds() / 3600) if low else 0.0

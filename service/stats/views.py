@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query
 
 from faultgraph.service.auth.dependencies import require
-from faultgraph.service.deps import ClusterDep, EngineDep
+from faultgraph.service.deps import ArchiveDep, ClusterDep, EngineDep
 from faultgraph.service.http import parse_time
 from faultgraph.service.stats import service
 from faultgraph.service.stats.service import UNIT_TYPES
@@ -27,6 +27,7 @@ def _window(since: str | None, until: str | None) -> tuple[datetime | None, date
 def get_mtbf(
     engine: EngineDep,
     cluster: ClusterDep,
+    archive: ArchiveDep,
     since: str | None = None,
     until: str | None = None,
     scope: Annotated[str, Query(max_length=512)] = "cluster",
@@ -44,11 +45,11 @@ def get_mtbf(
             return service.type_mtbf(conn, kind=scope, topology=cluster.topology, since=low,
                                      until=high, include_planned=include_planned, project_to=project_to)
         job = scope.removeprefix("job:")
-        if not service.job_known(conn, job=job):
+        if not service.job_known(conn, job=job, archive=archive):
             raise HTTPException(404, f"scope: {scope!r} is not 'cluster', a component type "
                                      f"({', '.join(UNIT_TYPES)}) or a job with stored events")
         return service.job_mtbf(conn, job=job, since=low, until=high, include_planned=include_planned,
-                                now=datetime.now(UTC))
+                                now=datetime.now(UTC), archive=archive)
 
 
 @router.get("/causes", dependencies=[Depends(require("reader"))])
