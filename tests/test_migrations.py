@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 import sqlalchemy as sa
-from conftest import Server, chosen_backend, fresh_postgres_database, start_server
+from conftest import InProcessServer, chosen_backend, fresh_postgres_database, serve_in_process
 
 from faultgraph.service import migrations, store
 
@@ -55,7 +55,7 @@ def _admin_token(db_url: str) -> str:
 
 def test_a_release_0_1_0_store_opens_with_everything_in_it(release_1_store: str):
     token = _admin_token(release_1_store)  # the CLI opens (and migrates) the store first
-    server: Server = start_server(release_1_store)
+    server: InProcessServer = serve_in_process(release_1_store)
     try:
         server.client.headers["Authorization"] = f"Bearer {token}"
         incidents = server.client.get("/v1/incidents").json()["incidents"]
