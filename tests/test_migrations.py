@@ -4,7 +4,6 @@ a store from a newer release is refused."""
 
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,8 +11,10 @@ import duckdb
 import pytest
 import sqlalchemy as sa
 from conftest import InProcessServer, chosen_backend, fresh_postgres_database, serve_in_process
+from typer.testing import CliRunner
 
 from faultgraph.service import migrations, store
+from faultgraph.service.cli import app
 
 RELEASE_1 = Path(__file__).resolve().parent / "data" / "release-0.1.0"
 
@@ -47,9 +48,8 @@ def release_1_store(tmp_path: Path) -> Iterator[str]:
 
 
 def _admin_token(db_url: str) -> str:
-    made = subprocess.run([sys.executable, "-m", "faultgraph.service.cli", "token", "create", "--role", "admin",
-                           "--name", "upgrade-test", "--db", db_url], capture_output=True, text=True, timeout=120)
-    assert made.returncode == 0, made.stderr
+    made = CliRunner().invoke(app, ["token", "create", "--role", "admin", "--name", "upgrade-test", "--db", db_url])
+    assert made.exit_code == 0, made.stderr
     return made.stdout.strip()
 
 
