@@ -209,7 +209,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Markers from what a test needs, so `-m "not browser"` and the like select by need:
     `browser` (Debian's chromium), `slurm` (a real slurmctld + slurmd), `postgres` (a
-    shared PostgreSQL store)."""
+    shared PostgreSQL store). `slow` is put on the tests themselves (tests/README.md)."""
     for item in items:
         needs = set(getattr(item, "fixturenames", ()))
         if needs & {"page", "browser"}:
