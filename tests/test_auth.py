@@ -21,9 +21,9 @@ OPEN_PATHS = {"/healthz"}  # liveness probes carry no token; everything else dec
 ANY_CALLER_POSTS = {"/v1/diagnose"}  # SPEC §5: reader or agent; stores nothing
 
 
-def cli(*args: str) -> Result:
+def cli(*args: str, env: dict[str, str] | None = None) -> Result:
     """The `faultgraph` command in-process (stdout and stderr apart, as a shell sees them)."""
-    return CliRunner().invoke(app, list(args))
+    return CliRunner().invoke(app, list(args), env=env)
 
 
 def create_token(db_url: str, *args: str) -> str:

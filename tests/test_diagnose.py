@@ -238,7 +238,7 @@ def test_command_prints_the_same_answer_without_a_server(tmp_path):
     human = cli("diagnose", str(log))
     assert human.exit_code == 0 and "node23" in human.stdout and "Missing:" in human.stdout
     assert "NCCL WARN Cuda failure 1 'invalid argument'" in human.stdout
-    missing = cli("diagnose", str(tmp_path / "nope.log"))
+    missing = cli("diagnose", str(tmp_path / "nope.log"), env={"COLUMNS": "300"})  # the path unwrapped
     assert missing.exit_code == 2 and "nope.log" in missing.output
 
 
