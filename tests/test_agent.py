@@ -429,6 +429,7 @@ def append(log: Path, lines: range) -> None:
             f.write(xid_line(i) + "an ordinary line between\n")
 
 
+@pytest.mark.slow
 def test_every_line_arrives_once_through_rotation_truncation_kill_and_outage(
         tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     port = free_port()

@@ -207,6 +207,7 @@ def test_paging_and_filters(client):
     assert client.get("/v1/events", params={"limit": 0}).status_code == 422
 
 
+@pytest.mark.slow
 def test_restart_keeps_every_acknowledged_event(db_url):
     srv = start_server(db_url)
     acknowledged = 0

@@ -118,6 +118,7 @@ def test_token_goes_out_as_bearer():
     assert seen == ["Bearer t-flag", "Bearer t-env"]
 
 
+@pytest.mark.slow
 def test_demo_serves_a_simulated_day(tmp_path):
     port = free_port()
     process = subprocess.Popen(

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from faultgraph.attribution import simulate_nvl72
@@ -24,6 +25,7 @@ def test_a_chip_failure_writes_sxids_from_its_switch_tray_and_hits_both_jobs_of_
         assert event is not None and event["kind"] == record["expect"]["kind"], record["line"]
 
 
+@pytest.mark.slow
 def test_eval_on_the_nvl72_families_meets_the_bar() -> None:
     done = CliRunner().invoke(app, ["eval", "--layout", "gb200-nvl72", "--faults", "12", "--racks", "2", "--seed", "3",
                                     "--json"])
