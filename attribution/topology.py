@@ -55,6 +55,7 @@ class Topology:
     def __init__(self, graph: nx.Graph, by_host: dict[str, list[str]]) -> None:
         self.graph = graph
         self._by_host = by_host
+        self._nodes: dict[str, dict[str, Any]] = dict(graph.nodes(data=True))  # the engine's hot lookup
         self._by_type: dict[str, list[str]] = {}
         for node, kind in graph.nodes(data="type"):
             self._by_type.setdefault(kind, []).append(node)
@@ -182,7 +183,7 @@ class Topology:
 
     def _data(self, component: object) -> dict[str, Any] | None:
         # Ids come from request paths and event bodies: anything unhashable is unknown.
-        return self.graph.nodes.get(component) if isinstance(component, str) else None
+        return self._nodes.get(component) if isinstance(component, str) else None
 
     @staticmethod
     def _link(a: str, b: str, data: dict[str, Any]) -> dict[str, Any]:

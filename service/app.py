@@ -70,7 +70,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             max_group_rows=settings.group_commit_rows,
             convert=partial(events_views.convert_group, app.state),
             also=events_service.record_beats,
-            on_quiet=lambda: app.state.runner.wake(), max_wait_s=1.0,
+            on_quiet=lambda: app.state.runner.wake(), max_wait_s=5.0,
         )
         # The lease may be gained before the runner below exists; its first pass covers that.
         lease = Lease(engine, on_gain=lambda: app.state.runner.wake() if hasattr(app.state, "runner") else None)
@@ -82,10 +82,12 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
                 cluster.refresh()
             return cluster
 
-        # The writer wakes the engine once ingest pauses, or each second of a stream that does
-        # not (on_quiet); the runner's own interval is only a backstop. (One pass over a whole
-        # 16,000-event storm measured slower than passes keeping up with it.)
-        app.state.runner = IncidentRunner(engine, engine_view, leading=lambda: lease.held, interval=2.0)
+        # The writer wakes the engine once ingest pauses, or every `max_wait_s` of a stream that
+        # does not (on_quiet); the runner's own interval is a backstop (other replicas' events)
+        # that holds off while a local burst settles: passes during a storm would take the cores
+        # its acknowledgements need, and one pass after it finds the incident within the target.
+        app.state.runner = IncidentRunner(engine, engine_view, interval=2.0,
+                                          leading=lambda: lease.held and not app.state.writer.settling)
         app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_settings(settings), metrics=app.state.metrics,
                                              leading=lambda: lease.held)
 

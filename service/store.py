@@ -90,7 +90,8 @@ def make_engine(url: str) -> Engine:
 
     `postgresql://` (no driver named) means psycopg 3, the driver faultgraph ships with.
     PostgreSQL connections check liveness when borrowed (a restarted server or a failover
-    does not surface as one failed request) and run in UTC.
+    does not surface as one failed request) and run in UTC. JSON columns are read with
+    orjson: the engine reads every event's attrs on each pass.
     """
     parsed = sa.engine.make_url(url)
     backend = parsed.get_backend_name()
@@ -106,9 +107,10 @@ def make_engine(url: str) -> Engine:
             max_overflow=16,
             pool_recycle=1800,
             connect_args={"application_name": "faultgraph", "options": "-c timezone=UTC"},
+            json_deserializer=orjson.loads,
         )
     if backend == "duckdb":
-        return sa.create_engine(parsed, connect_args={"config": duckdb_config()})
+        return sa.create_engine(parsed, connect_args={"config": duckdb_config()}, json_deserializer=orjson.loads)
     return sa.create_engine(parsed)
 
 

@@ -10,7 +10,8 @@ thread then builds one table for the whole group, so thousands of small posts in
 pay Arrow's fixed per-table cost once per commit instead of once each. After a commit the
 thread calls `on_quiet` once no further commit followed for `quiet_s` (a trailing debounce),
 or after `max_wait_s` of commits that never pause: the incident engine runs once a storm
-settles rather than re-reading it between its commits, and at a steady pace under a stream.
+settles rather than re-reading it between its commits, and at a steady pace under a stream;
+`settling` says a burst is still being committed (the engine's own timer waits for it too).
 """
 
 import logging
@@ -65,6 +66,7 @@ class GroupWriter:
         self._max_group_rows = max_group_rows
         self._thread = threading.Thread(target=self._run, name="faultgraph-writer", daemon=True)
         self.commits = 0
+        self.settling = False  # commits were made that `on_quiet` has not yet followed
         self._thread.start()
 
     @property
@@ -121,10 +123,12 @@ class GroupWriter:
                 if committed_at is None:
                     waiting_since = time.monotonic()
                 committed_at = time.monotonic()
+                self.settling = True
         if committed_at is not None:
             self._quiet()
 
     def _quiet(self) -> None:
+        self.settling = False
         try:
             self._on_quiet()
         except Exception:

@@ -60,10 +60,15 @@ class Authenticate:
             return
         state = scope["app"].state
         authenticator: Authenticator = state.auth
-        if authenticator.stale:
-            await run_in_threadpool(authenticator.refresh)
+        stale = authenticator.stale
+        if stale:
+            authenticator.refresh_soon()
         peer_names = scope.get("state", {}).get(PEER_NAMES, frozenset())
-        principal = authenticator.authenticate(bearer_token(Headers(scope=scope)), peer_names=peer_names)
+        token = bearer_token(Headers(scope=scope))
+        principal = authenticator.authenticate(token, peer_names=peer_names)
+        if principal is None and stale:  # perhaps a token another replica has just created
+            await run_in_threadpool(authenticator.refresh)
+            principal = authenticator.authenticate(token, peer_names=peer_names)
         if principal is None:
             await UNAUTHENTICATED(scope, receive, send)
             return

@@ -12,6 +12,7 @@ valid and the fleet can be handed the new one host by host.
 import hashlib
 import hmac
 import ipaddress
+import logging
 import math
 import re
 import secrets
@@ -35,6 +36,8 @@ DURATION = re.compile(r"^\s*(\d{1,6})\s*([smhdw])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 MAX_DURATION = timedelta(days=3650)  # past this a date overflows soon enough to matter; no expiry is clearer
 LAST_USED_PRECISION_S = 60.0  # last use is written back at most this often per token
+
+log = logging.getLogger(__name__)
 
 
 def parse_duration(text: str) -> timedelta:
@@ -222,12 +225,27 @@ class Authenticator:
             self._snapshot = self._load()
 
     def refresh(self) -> None:
-        """Reload if still stale once the lock is ours: of a storm's requests that all found
-        the copy stale, one reads the database and the rest wait for it."""
+        """Reload if still stale once the lock is ours (a reload under way is waited for)."""
         with self._lock:
             if self.stale:
                 self._write_back()
                 self._snapshot = self._load()
+
+    def refresh_soon(self) -> None:
+        """Start one reload in the background unless one is under way: a storm's requests go
+        on with the current copy instead of queueing for the database. A token the copy does
+        not know waits for the reload (`refresh`) before it is refused."""
+        if self._lock.acquire(blocking=False):
+            threading.Thread(target=self._reload_and_release, name="faultgraph-tokens", daemon=True).start()
+
+    def _reload_and_release(self) -> None:
+        try:
+            self._write_back()
+            self._snapshot = self._load()
+        except Exception:
+            log.exception("reloading tokens failed; the current copy stays until the next try")
+        finally:
+            self._lock.release()
 
     def _write_back(self) -> None:
         due = {token_id: when for token_id, when in list(self._used.items())

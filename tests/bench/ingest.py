@@ -36,6 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import fresh_postgres_database, peak_rss_mib, start_server  # noqa: E402
 
 from faultgraph.service import store  # noqa: E402
+from faultgraph.service.cluster import Cluster  # noqa: E402
+from faultgraph.service.events import service as events_service  # noqa: E402
 
 START = datetime(2026, 11, 28, tzinfo=UTC)
 SPAN_HOURS = 24
@@ -119,6 +121,33 @@ def ceiling(bodies: list[bytes], db_url: str, chunk_rows: int = 50_000) -> float
 
 
 
+def stages(bodies: list[bytes], db_url: str, group: int = 10) -> dict[str, float]:
+    """CPU µs per event of each step the server takes, run here one after the other: what
+    bounds one Python process (the steps hold the GIL except inside DuckDB)."""
+    engine = store.make_engine(db_url)
+    store.init_schema(engine)
+    cluster = Cluster(engine)
+    cluster.load()
+    n = sum(len(orjson.loads(body)) for body in bodies)
+    started = time.process_time()
+    decoded = [events_service.decode(body, content_type="application/json", max_events=len(body)) for body in bodies]
+    validated = time.process_time()
+    pending = [events_service.Pending(d.valid, datetime.now(UTC)) for d in decoded]
+    tables = [events_service.rows_of_group(pending[i:i + group], enrich=cluster.enrich) for i in range(0, len(pending), group)]
+    converted = time.process_time()
+    seq = 0
+    with engine.connect() as conn:
+        for table in tables:
+            table = table.append_column("seq", pa.array(range(seq, seq + table.num_rows), pa.int64()))
+            seq += table.num_rows
+            store.insert_ignoring_duplicates(conn, table, table_name="events")
+            conn.commit()
+    inserted = time.process_time()
+    engine.dispose()
+    return {"validate": (validated - started) / n * 1e6, "convert": (converted - validated) / n * 1e6,
+            "insert": (inserted - converted) / n * 1e6}
+
+
 def query_latency(url: str, samples: int = 100) -> tuple[float, float]:
     rng = random.Random(1)
     timings = []
@@ -143,6 +172,7 @@ class Figures:
     p99: float
     rss: float
     store_mib: float
+    stages: dict[str, float]
 
 
 @contextlib.contextmanager
@@ -155,7 +185,7 @@ def fresh_store(server: str | None, tmp: Path, name: str) -> Iterator[str]:
             yield url
 
 
-def measure(bodies: list[bytes], concurrency: int, server_db: str, ceiling_db: str) -> Figures:
+def measure(bodies: list[bytes], concurrency: int, server_db: str, ceiling_db: str, stages_db: str) -> Figures:
     server = start_server(server_db)
     try:
         elapsed, accepted = asyncio.run(post_all(server.url, bodies, concurrency))
@@ -164,7 +194,8 @@ def measure(bodies: list[bytes], concurrency: int, server_db: str, ceiling_db: s
     finally:
         server.stop()
     size = store_mib(server_db)
-    return Figures(accepted, elapsed, accepted / elapsed, ceiling(bodies, ceiling_db), p50, p99, rss, size)
+    return Figures(accepted, elapsed, accepted / elapsed, ceiling(bodies, ceiling_db), p50, p99, rss, size,
+                   stages(bodies, stages_db))
 
 
 def store_mib(db_url: str) -> float:
@@ -187,6 +218,9 @@ def report(label: str, f: Figures, batch: int, concurrency: int) -> None:
     print(f"HTTP ingest            {f.http_rate:>12,.0f} events/s ({f.elapsed:.1f} s)")
     print(f"in-process ceiling     {f.ceiling_rate:>12,.0f} events/s (orjson + Arrow + bulk insert)")
     print(f"HTTP / ceiling         {f.http_rate / f.ceiling_rate:>12.2f}")
+    steps = ", ".join(f"{name} {micros:.1f}" for name, micros in f.stages.items())
+    print(f"server steps, CPU µs/event {steps} (in-process, one after the other: "
+          f"{1e6 / sum(f.stages.values()):,.0f} events/s for one core)")
     print(f"server peak RSS        {f.rss:>12,.0f} MiB")
     print(f"store on disk          {f.store_mib:>12,.1f} MiB ({f.store_mib * 2**20 / f.accepted:,.0f} bytes/event)")
     print(f"GET 1-hour window      p50 {f.p50:.1f} ms, p99 {f.p99:.1f} ms (limit 1000, {f.accepted:,}-event store)")
@@ -208,12 +242,14 @@ def main() -> None:
         server_db = args.db or f"duckdb:///{Path(tmp) / 'bench.duckdb'}"
         backend = server_db.split(":", 1)[0].split("+", 1)[0]
         ceiling_server = None if backend == "duckdb" else server_db
-        with fresh_store(ceiling_server, Path(tmp), "ceiling") as ceiling_db:
-            results.append((backend, measure(bodies, args.concurrency, server_db, ceiling_db)))
+        with fresh_store(ceiling_server, Path(tmp), "ceiling") as ceiling_db, \
+                fresh_store(ceiling_server, Path(tmp), "stages") as stages_db:
+            results.append((backend, measure(bodies, args.concurrency, server_db, ceiling_db, stages_db)))
         if args.compare_postgres:
             with fresh_store(args.compare_postgres, Path(tmp), "") as pg_db, \
-                    fresh_store(args.compare_postgres, Path(tmp), "") as pg_ceiling_db:
-                results.append(("postgresql", measure(bodies, args.concurrency, pg_db, pg_ceiling_db)))
+                    fresh_store(args.compare_postgres, Path(tmp), "") as pg_ceiling_db, \
+                    fresh_store(args.compare_postgres, Path(tmp), "") as pg_stages_db:
+                results.append(("postgresql", measure(bodies, args.concurrency, pg_db, pg_ceiling_db, pg_stages_db)))
 
     for label, figures in results:
         report(label, figures, args.batch, args.concurrency)
