@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conftest import fresh_postgres_database, start_server
 
-from faultgraph.ingest import payloads, post_all
+from ingest import payloads, post_all  # tests/bench/ingest.py
 
 
 async def post_split(urls: list[str], bodies: list[bytes], concurrency: int) -> tuple[float, int]:
