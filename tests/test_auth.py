@@ -296,9 +296,16 @@ def test_last_use_is_recorded(server):
     made = server.client.post("/v1/tokens", json={"role": "reader", "name": "dash"}, headers=bearer(admin)).json()
     assert made["last_used"] is None
     assert server.client.get("/v1/events", headers=bearer(made["token"])).status_code == 200
-    time.sleep(2.1)  # the first request after the authenticator's 2 s TTL reloads, writing last use back
-    listed = {t["id"]: t for t in server.client.get("/v1/tokens", headers=bearer(admin)).json()["tokens"]}
-    assert listed[made["id"]]["last_used"] is not None
+    time.sleep(2.1)  # the first request after the authenticator's 2 s TTL starts a reload, which writes last use back
+
+    def last_used() -> str | None:
+        listed = {t["id"]: t for t in server.client.get("/v1/tokens", headers=bearer(admin)).json()["tokens"]}
+        return listed[made["id"]]["last_used"]
+
+    deadline = time.monotonic() + 10  # the reload runs in the background while requests go on
+    while last_used() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert last_used() is not None
 
 
 def test_rotation_keeps_both_tokens_valid_for_the_overlap(secured):
