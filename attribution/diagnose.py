@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.classify import SEVERITY_WEIGHT, classify
 from faultgraph.attribution.placement import Placement
 from faultgraph.ingest import catalogue
+from faultgraph.ingest.causes import category_of
 from faultgraph.ingest.paste import UNNAMED_HOST, Block, Line
 
 RULES_FILE = Path(__file__).with_name("diagnose.toml")
@@ -358,7 +358,7 @@ def silent_ranks(events: Sequence[dict], placement: Placement | None) -> list[Fi
     found = []
     if missing and len(missing) <= max(1, world // 8):
         for rank in missing:
-            place = placement.rank_to_gpu(rank) if placement else f"rank{rank}"
+            place = (placement.rank_to_gpu(rank) if placement else None) or f"rank{rank}"
             found.append(Finding(place=place, cause="unknown", score=0.5 / len(missing), rule="silent_rank", lines=cited,
                                  explanation=f"rank {rank} is the only one of {world} that did not time out in {op} SeqNum {leading}: "
                                              f"the others waited for it (it was still preprocessing, stuck in I/O, or dead)",
@@ -367,7 +367,7 @@ def silent_ranks(events: Sequence[dict], placement: Placement | None) -> list[Fi
                                           f"no kernel log from rank {rank}'s host: check `dmesg` there"]))
     if lagging and len(lagging) <= max(1, len(by_rank) // 10):
         for rank in lagging:
-            place = placement.rank_to_gpu(rank) if placement else f"rank{rank}"
+            place = (placement.rank_to_gpu(rank) if placement else None) or f"rank{rank}"
             found.append(Finding(place=place, cause="software_bug", score=0.6 / len(lagging), rule="sequence_lag",
                                  lines=[int(by_rank[rank]["id"].removeprefix("line-"))],
                                  explanation=f"rank {rank} timed out in SeqNum {by_rank[rank]['attrs']['seq']} while the others are at {leading}: "

@@ -20,12 +20,12 @@ from itertools import pairwise
 from typing import Any, Protocol
 
 from faultgraph.attribution import clock, evidence, pricing, racks, rollback
-from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.classify import SEVERITY_WEIGHT, classify
 from faultgraph.attribution.evidence import Item, Vote
 from faultgraph.attribution.ledger import gpu_hours_lost
 from faultgraph.attribution.placement import Placement
 from faultgraph.attribution.topology import Topology
+from faultgraph.ingest.causes import category_of
 
 # Items of one scope further apart than this (in effective time) are separate interruptions.
 GAP = timedelta(minutes=15)

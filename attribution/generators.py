@@ -14,6 +14,7 @@ layout.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 # The PCI buses of GPU 0..7 on a DGX H100 (nvidia-smi -q).
@@ -211,7 +212,7 @@ def heterogeneous_example() -> dict[str, list[dict[str, Any]]]:
 
 
 # The layouts `faultgraph topology generate <layout>` offers, by CLI name.
-LAYOUTS = {"rail-optimized": rail_optimized, "heterogeneous-example": heterogeneous_example}
+LAYOUTS: dict[str, Callable[..., dict[str, Any]]] = {"rail-optimized": rail_optimized, "heterogeneous-example": heterogeneous_example}
 
 
 # GB200 NVL72 (NVIDIA GB200 NVL72 reference: 18 compute trays of 2 Grace + 4 Blackwell GPUs,

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, TypedDict
 
-from faultgraph.attribution.causes import category_of
+from faultgraph.ingest.causes import category_of
 
 PLANNED_CAUSE = "planned_maintenance"
 

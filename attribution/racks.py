@@ -1,7 +1,7 @@
 """GB200 NVL72 racks: one NVLink domain of 72 GPUs on 18 hosts, switched by the rack's 18
 NVSwitch chips (SPEC §3: `rack03`, `rack03/nvswitch11` with no host).
 
-Three pure pieces, used by the engine through small hooks:
+Pure pieces, used by the engine through small hooks (and `layout` by the UI's rack lanes):
 - `resolve(topology, event)`: an SXid reported by a switch tray's NVOS (host `rack03-nvsw5`,
   `nvidia-nvswitch1`) is chip `rack03/nvswitch11`; a fabric manager or IMEX error on a
   compute tray (an `nvswitch_error` without a chip) is its rack's NVLink fabric, `rack03`.
@@ -32,6 +32,8 @@ _PER_TRAY = 1.0
 _MIN_TRAYS = 2
 
 _chips_by_tray: "WeakKeyDictionary[Topology, dict[str, dict[int, str]]]" = WeakKeyDictionary()
+_layouts: "WeakKeyDictionary[Topology, list[dict[str, Any]]]" = WeakKeyDictionary()
+_NUMBER = re.compile(r"(\d+)$")
 
 
 def _tray_chips(topology: Topology) -> dict[str, dict[int, str]]:
@@ -123,3 +125,52 @@ def nvlink_domain(items: Sequence[Item], topology: Topology | None) -> list[Vote
         explained = sum(i.signal.weight for tray in reporters.values() for i in tray)
         votes.append(Vote(rack, 0.8 * (explained + _PER_TRAY * len(reporters)), "nvlink_domain", "nvswitch", evidence))
     return votes
+
+
+def _number(component: str) -> int:
+    """The trailing number of an id (`rack00/nvswitch13` → 13), for natural order."""
+    match = _NUMBER.search(component)
+    return int(match.group(1)) if match else 0
+
+
+def layout(topology: Topology | None) -> list[dict[str, Any]]:
+    """Every rack's parts as a person reads them, for the UI's rack lanes: compute trays by
+    tray number (in host-name order when the topology numbers none, as discovery does),
+    switch trays with their chips and the host their NVOS logs under (None when unknown),
+    and the power parts."""
+    if topology is None:
+        return []
+    found = _layouts.get(topology)
+    if found is not None:
+        return found
+    racks = sorted(topology.of_type("rack"), key=lambda r: (_number(r), r))
+    computes: dict[str, list[str]] = {rack: [] for rack in racks}
+    switches: dict[str, dict[int, dict[str, Any]]] = {rack: {} for rack in racks}
+    power: dict[str, list[str]] = {rack: [] for rack in racks}
+    for host in topology.of_type("host"):
+        if (rack := topology.attrs(host).get("rack")) in computes:
+            computes[rack].append(host)
+    for chip in sorted(topology.of_type("nvswitch"), key=_number):
+        if topology.host_of(chip) is None and (rack := rack_of(topology, chip)) in switches:
+            attrs = topology.attrs(chip)
+            tray = int(attrs.get("tray", _number(chip) // 2))
+            entry = switches[rack].setdefault(tray, {"tray": tray, "host": attrs.get("tray_host"), "chips": []})
+            entry["chips"].append(chip)
+    for part in topology.of_type("power"):
+        if (rack := rack_of(topology, part)) in power:
+            power[rack].append(part)
+
+    def tray_of(host: str) -> int | None:
+        tray = topology.attrs(host).get("tray")
+        return tray if isinstance(tray, int) else None
+
+    found = []
+    for rack in racks:
+        hosts = sorted(computes[rack], key=lambda h: (tray_of(h) is None, tray_of(h) or 0, _number(h), h))
+        found.append({"id": rack,
+                      "compute_trays": [{"tray": t if (t := tray_of(h)) is not None else n, "host": h}
+                                        for n, h in enumerate(hosts)],
+                      "switch_trays": [switches[rack][t] for t in sorted(switches[rack])],
+                      "power": power[rack]})
+    _layouts[topology] = found
+    return found

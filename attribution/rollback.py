@@ -8,6 +8,7 @@ same data in the same state.
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 from faultgraph.attribution.evidence import Item
 
@@ -27,7 +28,7 @@ def plan(job: str | None, anomalies: Sequence[Item], lifecycle: Sequence[Item]) 
     saves = [i for i in lifecycle if i.event["kind"] == "checkpoint_save" and i.event.get("job") == job and i.time < onset]
     saved = max(saves, key=lambda i: i.time) if saves else None
     saved_step = _step(saved) if saved else None
-    action = {"kind": "rollback", "target": job, "checkpoint": None, "skip_steps": None}
+    action: dict[str, Any] = {"kind": "rollback", "target": job, "checkpoint": None, "skip_steps": None}
     if saved is not None:
         action["checkpoint"] = {"step": saved_step, "time": saved.time.isoformat().replace("+00:00", "Z"), "event": saved.id}
     if steps:

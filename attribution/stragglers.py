@@ -29,9 +29,9 @@ import numpy as np
 import ruptures
 from scipy.ndimage import median_filter
 
-from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.placement import Placement
 from faultgraph.attribution.topology import Topology, link_id
+from faultgraph.ingest.causes import category_of
 
 # A segment this much slower than the last normal level is a slowdown (fraction of step
 # time): 3 % of a 16,384-GPU job is ~500 GPUs idle. Segment levels are medians of at least
@@ -156,7 +156,7 @@ def episodes(samples: Sequence[Sample]) -> list[Episode]:
         else:
             open_["levels"].append((level, end - start))
             open_["last"] = end - 1
-    if open_ is not None:
+    if open_ is not None and baseline is not None:  # an episode opens only above a baseline
         found.append(_episode(usable, open_, baseline, end_index=None))
     return found
 
@@ -311,7 +311,7 @@ def _straggler_verdict(slow: Mapping[int, float], placement: Placement, topology
                        health: Mapping[str, list[Mapping]], episode: Episode) -> Verdict:
     by_host: dict[str, list[int]] = defaultdict(list)
     for rank in slow:
-        by_host[placement.host_of(rank)].append(rank)
+        by_host[placement.slots[rank].host].append(rank)
     scores: dict[str, float] = defaultdict(float)
     for host, ranks in by_host.items():
         on_host = len(placement.host_ranks(host))
@@ -319,9 +319,9 @@ def _straggler_verdict(slow: Mapping[int, float], placement: Placement, topology
             scores[host] += sum(slow[r] for r in ranks)
         else:
             for rank in ranks:
-                scores[placement.rank_to_gpu(rank)] += slow[rank]
+                scores[placement.slots[rank].component] += slow[rank]
     top = max(scores, key=lambda c: (scores[c], c))
-    ranks = sorted(r for r in slow if top in (placement.host_of(r), placement.rank_to_gpu(r)))
+    ranks = sorted(r for r in slow if top in (placement.slots[r].host, placement.slots[r].component))
     if "/" in top:
         component, cause, reports = _gpu_cause(top, health, topology)
         what = {"io_expansion_board": "its PCIe link is trained below its maximum", "gpu_thermal": "it is thermally throttled",
@@ -343,7 +343,7 @@ def _straggler_verdict(slow: Mapping[int, float], placement: Placement, topology
 
 def _rail_verdict(rail: int, ranks: list[int], placement: Placement, topology: Topology | None,
                   health: Mapping[str, list[Mapping]], episode: Episode) -> Verdict:
-    hosts = sorted({placement.host_of(r) for r in ranks})
+    hosts = sorted({placement.slots[r].host for r in ranks})
     nics = [f"{host}/nic{rail}" for host in hosts]
     scores: dict[str, float] = defaultdict(float)
     reports: list[Mapping] = []

@@ -2,7 +2,7 @@
 
 Detection rules are data: this module only reads and checks them, so adding a pattern is
 an edit to a TOML file plus a test line. Every cause named anywhere must be a SPEC §6
-cause (`attribution.causes`); a catalogue that names another fails loudly at import.
+cause (`causes.py`, next to this module); a catalogue that names another fails loudly at import.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from faultgraph.attribution.causes import CAUSE_CATEGORY
+from faultgraph.ingest.causes import CAUSE_CATEGORY
 
 CATALOGUE_DIR = Path(__file__).with_name("catalogue")
 SEVERITIES = ("info", "warning", "error", "critical")

@@ -35,6 +35,7 @@ from sqlalchemy.engine import Engine
 from faultgraph.service.config import Settings
 from faultgraph.service.incidents.models import incidents
 from faultgraph.service.incidents.service import row_to_incident
+from faultgraph.service.loops import Loop
 
 log = logging.getLogger(__name__)
 
@@ -167,8 +168,10 @@ class Courier:
         self._seq = itertools.count()
         self._ready = threading.Condition()
         self._stop = False
-        self._thread = threading.Thread(target=self._loop, name=f"faultgraph-alerts-{target.format}", daemon=True)
-        self._thread.start()
+        self._client = httpx.Client(timeout=10, headers={"User-Agent": "faultgraph-alerts"})
+        # Back to back passes, each waiting in `_next` for a delivery that is due.
+        self._loop = Loop(f"alerts-{target.format}", self._deliver_next, interval=0.0)
+        self._loop.start()
 
     def put(self, body: dict) -> None:
         with self._ready:
@@ -179,7 +182,8 @@ class Courier:
         with self._ready:
             self._stop = True
             self._ready.notify()
-        self._thread.join(timeout=10)
+        self._loop.close(timeout=10)
+        self._client.close()
 
     def _next(self) -> Delivery | None:
         """The next delivery once it is due; None when closing."""
@@ -191,14 +195,16 @@ class Courier:
                 self._ready.wait(wait)
             return None
 
-    def _loop(self) -> None:
-        with httpx.Client(timeout=10, headers={"User-Agent": "faultgraph-alerts"}) as client:
-            while (delivery := self._next()) is not None:
-                self._deliver(client, delivery)
+    def _deliver_next(self) -> None:
+        delivery = self._next()
+        if delivery is None:
+            self._loop.stop()
+        else:
+            self._deliver(delivery)
 
-    def _deliver(self, client: httpx.Client, delivery: Delivery) -> None:
+    def _deliver(self, delivery: Delivery) -> None:
         try:
-            status = client.post(self.target.url, json=delivery.body).status_code
+            status = self._client.post(self.target.url, json=delivery.body).status_code
         except httpx.HTTPError as exc:
             status, reason = None, str(exc) or type(exc).__name__
         else:
@@ -231,9 +237,8 @@ class Dispatcher:
         self._roots: dict[str, dict] = {}
         self._sent: set[tuple[str, str, str]] = set()
         self._couriers: list[Courier] = []
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # Every replica scans (to follow the incidents); `scan` sends only while leading.
+        self._loop = Loop("alerts", self.scan, interval=config.poll_seconds)
         if config.targets:
             for target in config.targets:  # series at zero from the start, so rate() sees the first one
                 for outcome in OUTCOMES:
@@ -242,17 +247,13 @@ class Dispatcher:
             for incident in self._read(None):  # the baseline: what was there before we started
                 self._remember(incident)
             self._couriers = [Courier(target, config, self._count) for target in config.targets]
-            self._thread = threading.Thread(target=self._loop, name="faultgraph-alerts", daemon=True)
-            self._thread.start()
+            self._loop.start()
 
     def wake(self) -> None:
-        self._wake.set()
+        self._loop.wake()
 
     def close(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._loop.close()
         for courier in self._couriers:
             courier.close()
 
@@ -289,14 +290,3 @@ class Dispatcher:
     def _count(self, target: Target, outcome: str, amount: int = 1) -> None:
         if self._metrics is not None:
             self._metrics.alerts.labels(target.format, outcome).inc(amount)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(self.config.poll_seconds)
-            self._wake.clear()
-            if self._stop.is_set():
-                return
-            try:
-                self.scan()
-            except Exception:
-                log.exception("alert scan failed; retrying on the next one")

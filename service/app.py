@@ -19,10 +19,11 @@ from faultgraph.service.auth.middleware import INGEST_PATHS, Authenticate
 from faultgraph.service.auth.service import Authenticator
 from faultgraph.service.cluster import Cluster
 from faultgraph.service.config import Settings
+from faultgraph.service.deps import EngineDep, Ingest, LeaseDep, WriterDep
 from faultgraph.service.diagnose import views as diagnose_views
 from faultgraph.service.events import service as events_service
 from faultgraph.service.events import views as events_views
-from faultgraph.service.events.flows import Pruner, Retention
+from faultgraph.service.events.flows import Retention, prune_loop
 from faultgraph.service.events.models import events
 from faultgraph.service.fleet import views as fleet_views
 from faultgraph.service.flight_recorder import views as flight_recorder_views
@@ -54,13 +55,12 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = store.make_engine(settings.db_url)
+        engine = store.make_engine(settings.db_url, settings)
         store.init_schema(engine)
         app.state.engine = engine
         cluster = Cluster(engine)
         cluster.load()
         app.state.cluster = cluster
-        app.state.enrich = cluster.enrich
         app.state.auth = Authenticator(engine, open_without_tokens=open_without_tokens)
         app.state.writer = GroupWriter(
             engine,
@@ -68,10 +68,11 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             first_seq=store.max_value(engine, events.c.seq) + 1,
             max_queue=settings.writer_queue_batches,
             max_group_rows=settings.group_commit_rows,
-            convert=partial(events_views.convert_group, app.state),
+            convert=partial(events_views.convert_group, cluster.enrich, app.state.metrics),
             also=events_service.record_beats,
             on_quiet=lambda: app.state.runner.wake(), max_wait_s=5.0,
         )
+        app.state.ingest = Ingest(settings, app.state.writer, app.state.liveness, app.state.metrics)
         # The lease may be gained before the runner below exists; its first pass covers that.
         lease = Lease(engine, on_gain=lambda: app.state.runner.wake() if hasattr(app.state, "runner") else None)
         app.state.lease = lease
@@ -91,7 +92,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_settings(settings), metrics=app.state.metrics,
                                              leading=lambda: lease.held)
 
-        remediate = remediation.for_app(app.state, RemediationConfig.from_env(), leading=lambda: lease.held)
+        remediate = remediation.for_app(app.state, RemediationConfig.from_settings(settings), leading=lambda: lease.held)
 
         def after_pass(result: dict[str, int], seconds: float) -> None:
             app.state.metrics.observe_pass(result, seconds)
@@ -101,10 +102,10 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
 
         app.state.runner.after_pass = after_pass
         app.state.liveness.learn(stored_beats(engine, since=datetime.now(UTC) - 2 * app.state.liveness.timeout))
-        watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state),
+        watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state.writer),
                                   leading=lambda: lease.held,
                                   shared=(lambda since: stored_beats(engine, since=since)) if replicated else None)
-        pruner = Pruner(engine, Retention(), leading=lambda: lease.held)
+        pruner = prune_loop(engine, Retention(), leading=lambda: lease.held)
         try:
             yield
         finally:
@@ -146,18 +147,18 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         return RedirectResponse("/ui/")
 
     @app.get("/healthz", tags=["health"])
-    def healthz(request: Request) -> dict:
+    def healthz(engine: EngineDep, writer: WriterDep, lease: LeaseDep) -> dict:
         """Liveness and readiness: the store answers and the writer is keeping up; `leader`
         says whether this replica runs the incident engine and the liveness watcher."""
-        with request.app.state.engine.connect() as conn:
+        with engine.connect() as conn:
             conn.exec_driver_sql("SELECT 1")
-        return {"status": "ok", "writer_queue": request.app.state.writer.depth,
-                "leader": request.app.state.lease.held}
+        return {"status": "ok", "writer_queue": writer.depth, "leader": lease.held}
 
     def openapi() -> dict:
         """FastAPI's schema, with 422 documented as the `{"detail": "..."}` actually sent, and
         the ingest limits' 429 on the routes they guard."""
-        if app.openapi_schema is None:
+        schema = app.openapi_schema
+        if schema is None:
             schema = FastAPI.openapi(app)
             components = schema.get("components", {}).get("schemas", {})
             if "HTTPValidationError" in components:
@@ -171,7 +172,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
                 if post is not None:
                     post["responses"]["429"] = {"description": "this agent is over its ingest share; "
                                                                "retry after `Retry-After` seconds"}
-        return app.openapi_schema
+        return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
 

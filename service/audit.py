@@ -8,7 +8,7 @@ says who (`actor`: the token's name, else its id), what (`action`, dotted like
 (the events API refuses it), so the trail is only ever written here.
 
 Inside the server an audit event goes through the single writer like every other event
-and `record` returns once it is durable; the CLI, which works on the database directly,
+and `Trail.record` returns once it is durable; the CLI, which works on the database directly,
 writes it with `record_in` in the same transaction as the change itself.
 """
 
@@ -16,18 +16,18 @@ import getpass
 import socket
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 import sqlalchemy as sa
-from fastapi import Request
 from pydantic import TypeAdapter
 from sqlalchemy.engine import Connection
 
 from faultgraph.service import store
 from faultgraph.service.events import models, service
-from faultgraph.service.writer import WriterBusy
+from faultgraph.service.writer import GroupWriter, WriterBusy
 
 # The audit envelope with its attrs bounds: only this module builds audit events.
 _AUDIT_EVENT: TypeAdapter[Any] = TypeAdapter(models._envelope_for("audit", models.AuditAttrs))
@@ -46,23 +46,29 @@ def event(*, actor: str, action: str, target: str | None = None, detail: Any = N
     })
 
 
-def record(request: Request, *, action: str, target: str | None = None, detail: Any = None) -> None:
-    """Store an audit event for the caller of `request` through the server's writer;
-    returns once it is durable (call from a worker thread, as sync routes run)."""
-    principal = getattr(request.state, "principal", None)
-    actor = principal.actor if principal is not None else "anonymous"
-    pending = service.Pending([event(actor=actor, action=action, target=target, detail=detail)], datetime.now(UTC))
-    writer = request.app.state.writer
-    deadline = time.monotonic() + 60
-    while True:  # an ingest storm may fill the queue: wait for room rather than lose the record
-        try:
-            future = writer.submit(pending)
-            break
-        except WriterBusy:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-    future.result(timeout=60)
+@dataclass(frozen=True)
+class Trail:
+    """The audit trail as one request writes it: who is asking, and the server's writer
+    (a route takes it as `deps.AuditDep`)."""
+
+    actor: str
+    writer: GroupWriter
+
+    def record(self, *, action: str, target: str | None = None, detail: Any = None) -> None:
+        """Store an audit event through the writer; returns once it is durable (call from a
+        worker thread, as sync routes run)."""
+        pending = service.Pending([event(actor=self.actor, action=action, target=target, detail=detail)],
+                                  datetime.now(UTC))
+        deadline = time.monotonic() + 60
+        while True:  # an ingest storm may fill the queue: wait for room rather than lose the record
+            try:
+                future = self.writer.submit(pending)  # type: ignore[arg-type]  # hinted for Arrow tables; the app's writer converts Pending
+                break
+            except WriterBusy:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        future.result(timeout=60)
 
 
 def _local_user() -> str:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import httpx
 import orjson
@@ -23,6 +23,7 @@ from sqlalchemy.exc import DBAPIError
 
 from faultgraph.attribution.generators import LAYOUTS
 from faultgraph.ingest.agent.cli import agent as agent_command
+from faultgraph.ingest.agent.connection import CaFileOption, CertOption, KeyOption
 from faultgraph.service import audit, client, store, transfer
 from faultgraph.service.app import create_app
 from faultgraph.service.auth import service as tokens
@@ -38,7 +39,7 @@ topology_app = typer.Typer(help="Discover, generate and upload cluster topologie
 app.add_typer(topology_app, name="topology")
 
 @app.callback()
-def main(ca_file: client.CaFileOption = None, cert: client.CertOption = None, key: client.KeyOption = None) -> None:
+def main(ca_file: CaFileOption = None, cert: CertOption = None, key: KeyOption = None) -> None:
     """faultgraph: the fault-diagnosis timeline of a GPU training cluster.
 
     --ca-file/--cert/--key (or FAULTGRAPH_CA_FILE/_CERT/_KEY) apply to every command that
@@ -92,9 +93,9 @@ def serve(
     if ssl_context is None and not loopback:
         log.warning("serving plain HTTP on %s: bearer tokens cross the network in clear text; "
                     "give --tls-cert/--tls-key", host)
+    tls: dict[str, Any] = {"ssl_context_factory": lambda *_: ssl_context, "http": PeerNameProtocol} if ssl_context else {}
     uvicorn.run(create_app(settings, open_without_tokens=loopback), host=host, port=port, log_level="warning",
-                access_log=False, **({"ssl_context_factory": lambda *_: ssl_context, "http": PeerNameProtocol}
-                                     if ssl_context else {}))
+                access_log=False, **tls)
 
 
 def _server_tls(cert: Path | None, key: Path | None, client_ca: Path | None) -> ssl.SSLContext | None:
@@ -198,7 +199,7 @@ def token_rotate(
     try:
         with _open_store(settings.db_url) as engine, engine.begin() as conn:
             token_id = tokens.resolve_id(conn, token_id)
-            done = tokens.rotate(conn, token_id=token_id, overlap=overlap_for, expires_in=expires_in)
+            done = tokens.rotate(conn, token_id=token_id, overlap=overlap_for or timedelta(0), expires_in=expires_in)
             if done is not None:
                 audit.record_in(conn, action="token.rotate", target=token_id,
                                 detail={"new": done[1].id, "old_expires": str(done[2].expires), **audit_detail(done[1])})
@@ -312,11 +313,11 @@ def simulate(
     families: Annotated[str, typer.Option(help="classic (the original mechanisms) or hard (postmortem families, skewed clocks, months 1–9, benign noise).")] = "classic",
     layout: Annotated[str, typer.Option(help="rail-optimized (DGX H100-style) or gb200-nvl72 (racks of 18 trays; see --racks).")] = "rail-optimized",
     racks: Annotated[int, typer.Option(help="GB200 NVL72 racks (--layout gb200-nvl72).")] = 4,
-    failslow: Annotated[int | None, typer.Option(help="Write fail-slow jobs instead: this many per family (attribution/simulate_slow.py).")] = None,
+    failslow: Annotated[int | None, typer.Option(help="Write fail-slow jobs instead: this many per family (simulate/failslow.py).")] = None,
 ) -> None:
     """Write a simulated scenario set: log lines and events with injected faults and their ground truth."""
-    from faultgraph.attribution import simulate as sim
-    from faultgraph.attribution import simulate_slow
+    from faultgraph.simulate import failslow as simulate_slow
+    from faultgraph.simulate import scenarios as sim
 
     try:
         scenario = (simulate_slow.scenario_set(failslow, seed=seed) if failslow else
@@ -332,9 +333,9 @@ def _nvl72_scenario(layout: str, faults: int, seed: int, racks: int):
         return None
     if layout != "gb200-nvl72":
         raise ValueError(f"unknown layout {layout!r}; known: rail-optimized, gb200-nvl72")
-    from faultgraph.attribution import simulate_nvl72
+    from faultgraph.simulate import nvl72
 
-    return simulate_nvl72.scenario_set(faults, seed=seed, racks=racks)
+    return nvl72.scenario_set(faults, seed=seed, racks=racks)
 
 
 @topology_app.command("generate")
@@ -491,8 +492,8 @@ def checkpoint(
 
 def _scenario(families: str, faults: int, seed: int, hosts: int):
     """A generated scenario of the named families (`faultgraph simulate`, `faultgraph eval`)."""
-    from faultgraph.attribution import postmortems
-    from faultgraph.attribution import simulate as sim
+    from faultgraph.simulate import postmortems
+    from faultgraph.simulate import scenarios as sim
 
     if families == "hard":
         return postmortems.hard_set(faults, seed=seed, hosts=hosts)
@@ -522,9 +523,9 @@ def evaluate(
     from rich.progress import Progress
     from rich.table import Table
 
-    from faultgraph.attribution import simulate as sim
-    from faultgraph.attribution import simulate_slow
-    from faultgraph.service import evaluate as ev
+    from faultgraph.simulate import evaluate as ev
+    from faultgraph.simulate import failslow as simulate_slow
+    from faultgraph.simulate import scenarios as sim
 
     try:
         generated = None if scenario or failslow else _nvl72_scenario(layout, faults, seed, racks)
@@ -549,6 +550,7 @@ def evaluate(
     if slow:  # fail-slow families: their own table
         typer.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
+    assert isinstance(report, ev.Report)  # the fail-slow families' dict was printed above
     result = report.as_dict()
     if as_json:
         typer.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())

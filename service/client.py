@@ -5,12 +5,12 @@ they work from a laptop against the cluster's server and see exactly what the AP
 
 TLS is one setting of the process, not of each command: `faultgraph --ca-file ca.pem
 [--cert c.pem --key k.pem] COMMAND …` or `FAULTGRAPH_CA_FILE` / `FAULTGRAPH_CERT` /
-`FAULTGRAPH_KEY` in the environment (what a Slurm prolog or a pod has). Every call made
+`FAULTGRAPH_KEY` in the environment (what a Slurm prolog or a pod has; the flags are shared with
+the agent, `ingest/agent/connection.py`). Every call made
 through `request`/`get`/`patch`, and every client made by `http_client`, uses it, so a
 command gets HTTPS and mutual TLS by calling the API through this module.
 """
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,6 +19,7 @@ import httpx
 import typer
 
 from faultgraph.ingest.agent.client import tls_context
+from faultgraph.service.config import ClientSettings
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -26,14 +27,6 @@ UrlOption = Annotated[str, typer.Option("--url", envvar="FAULTGRAPH_URL", help="
 TokenOption = Annotated[str | None, typer.Option(
     "--token", envvar="FAULTGRAPH_TOKEN", help="Bearer token (env FAULTGRAPH_TOKEN); not needed on a loopback server without tokens.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the API's JSON answer instead of tables.")]
-
-
-CaFileOption = Annotated[Path | None, typer.Option(
-    "--ca-file", envvar="FAULTGRAPH_CA_FILE", help="CA certificate(s) to verify an https:// server with (env FAULTGRAPH_CA_FILE); default the system's.")]
-CertOption = Annotated[Path | None, typer.Option(
-    "--cert", envvar="FAULTGRAPH_CERT", help="Client certificate for mutual TLS (env FAULTGRAPH_CERT).")]
-KeyOption = Annotated[Path | None, typer.Option(
-    "--key", envvar="FAULTGRAPH_KEY", help="Its private key, if not in the --cert file (env FAULTGRAPH_KEY).")]
 
 
 class ApiError(Exception):
@@ -50,10 +43,9 @@ class Tls:
 
     @classmethod
     def from_env(cls) -> "Tls":
-        def path(name: str) -> Path | None:
-            return Path(os.environ[name]) if os.environ.get(name) else None
-
-        return cls(path("FAULTGRAPH_CA_FILE"), path("FAULTGRAPH_CERT"), path("FAULTGRAPH_KEY"))
+        """FAULTGRAPH_CA_FILE / _CERT / _KEY, through the clients' settings class."""
+        settings = ClientSettings()
+        return cls(settings.ca_file, settings.cert, settings.key)
 
     def verify(self) -> Any:
         """httpx's `verify`: the system's CAs when nothing is set, else an SSL context.

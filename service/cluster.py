@@ -191,7 +191,7 @@ class Cluster:
     # ----------------------------------------------------------------------- jobs
 
     @staticmethod
-    def job_from_row(row: Mapping[str, Any]) -> Job:
+    def job_from_row(row: Mapping[str, Any] | sa.RowMapping) -> Job:
         """A `jobs` row (a dict or a Row's `_mapping`) as ingest needs it."""
         return Job(
             id=row["id"],
@@ -235,7 +235,7 @@ class Cluster:
         if not candidates:
             canonical = self.graph.resolver.host(host)
             candidates = self._jobs_on_host.get(canonical) if canonical else None
-            if not candidates:
+            if not candidates or canonical is None:
                 return None
             host = canonical
         for job in reversed(candidates):
@@ -334,6 +334,6 @@ class Cluster:
                     job.end = None
             if not (moved or newer):
                 return
-            values = {"start": job.start, "state": job.state, "state_time": job.state_time, "end": job.end}
+            values: dict[str, Any] = {"start": job.start, "state": job.state, "state_time": job.state_time, "end": job.end}
         with self._engine.begin() as conn:
             jobs_service.set_state(conn, job_id=job.id, **values)

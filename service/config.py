@@ -25,8 +25,9 @@ def _env(name: str) -> AliasChoices:
 
 
 class Settings(BaseSettings):
+    # An empty variable counts as unset, as `os.environ.get(...) or default` read it before.
     model_config = SettingsConfigDict(env_prefix="FAULTGRAPH_", frozen=True, populate_by_name=True,
-                                      extra="ignore")
+                                      extra="ignore", env_ignore_empty=True)
 
     db_url: str = Field(default_factory=default_db_url, validation_alias=AliasChoices("FAULTGRAPH_DB", "db_url"),
                         description="Database URL (`duckdb:///path` or `postgresql://…`); default a DuckDB file "
@@ -60,12 +61,54 @@ class Settings(BaseSettings):
     ingest_queue_share: float = Field(0.05, gt=0, le=1, validation_alias=_env("INGEST_QUEUE_SHARE"),
                                       description="Share of the writer queue one caller may hold with requests in "
                                                   "flight (429 + Retry-After past it).")
+    # A DuckDB store's own limits (service/store.py), set rather than left to DuckDB's defaults.
+    duckdb_memory: str = Field("512MB", min_length=1, validation_alias=_env("DUCKDB_MEMORY"),
+                               description="DuckDB's `memory_limit`; past it DuckDB spills to a temporary "
+                                           "directory beside the file.")
+    duckdb_threads: int = Field(2, gt=0, validation_alias=_env("DUCKDB_THREADS"), description="DuckDB's worker threads.")
+    # Remediation (service/remediation/): nothing acts unless an operator opts in.
+    remediate: str = Field("", validation_alias=_env("REMEDIATE"),
+                           description="Actuators to run, comma-separated: `slurm`, `kubernetes`, `webhook` "
+                                       "(empty: remediation off).")
+    remediate_live: bool = Field(False, validation_alias=_env("REMEDIATE_LIVE"),
+                                 description="Really act; otherwise every decision is recorded as a dry run.")
+    remediate_max_hosts: int = Field(2, ge=0, validation_alias=_env("REMEDIATE_MAX_HOSTS"),
+                                     description="Hosts drained per rolling hour at most.")
+    remediate_max_percent: float = Field(1.0, ge=0, le=100, validation_alias=_env("REMEDIATE_MAX_PERCENT"),
+                                         description="… and at most this % of the fleet's hosts per rolling hour.")
+    remediate_tolerance_s: float = Field(300.0, ge=0, validation_alias=_env("REMEDIATE_TOLERANCE_S"),
+                                         description="Seconds a component must stay faulty before its host is drained.")
+    remediate_webhook: str | None = Field(None, validation_alias=_env("REMEDIATE_WEBHOOK"),
+                                          description="URL the `webhook` actuator POSTs each drain and resume to.")
+    remediate_page: str | None = Field(None, validation_alias=_env("REMEDIATE_PAGE"),
+                                       description="URL POSTed when the cap stops an action (page a human).")
+    remediate_taint: str = Field("faultgraph.io/faulty", min_length=1, validation_alias=_env("REMEDIATE_TAINT"),
+                                 description="The Kubernetes taint key put on a drained node.")
+    remediate_k8s_evict: bool = Field(False, validation_alias=_env("REMEDIATE_K8S_EVICT"),
+                                      description="Also evict a drained node's pods (Eviction API, budgets honoured).")
+    remediate_every_s: float = Field(10.0, ge=0, validation_alias=_env("REMEDIATE_EVERY_S"),
+                                     description="Seconds between remediation passes at least (each after an engine pass).")
+
+
+class ClientSettings(BaseSettings):
+    """What the CLI reads from the environment to reach a server over TLS (service/client.py);
+    `--ca-file/--cert/--key` win. The host agent reads the same three variables through its
+    options (ingest/agent/connection.py) and does not import this module: pydantic-settings
+    would cost `faultgraph agent` several times its command-line parser's import time."""
+
+    model_config = SettingsConfigDict(frozen=True, populate_by_name=True, extra="ignore", env_ignore_empty=True)
+
+    ca_file: Path | None = Field(default=None, validation_alias=_env("CA_FILE"),
+                                 description="Clients: CA certificate(s) to verify an https:// server with; default the system's.")
+    cert: Path | None = Field(default=None, validation_alias=_env("CERT"), description="Clients: certificate for mutual TLS.")
+    key: Path | None = Field(default=None, validation_alias=_env("KEY"), description="Clients: its private key, if not in the certificate file.")
 
 
 def settings_table() -> str:
-    """The settings as a Markdown table (variable, default, meaning), for the README."""
+    """The server's settings, then the clients', as a Markdown table (variable, default,
+    meaning), for the README."""
     rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
-    for name, field in Settings.model_fields.items():
+    for name, field in (Settings.model_fields | ClientSettings.model_fields).items():
         alias = field.validation_alias
         assert isinstance(alias, AliasChoices), f"{name} needs its variable's name"
         variable = alias.choices[0]

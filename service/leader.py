@@ -20,11 +20,12 @@ On DuckDB there is one process per database, so that process always leads.
 """
 
 import logging
-import threading
 from collections.abc import Callable
 
 import psycopg
 from sqlalchemy.engine import Engine
+
+from faultgraph.service.loops import Loop
 
 log = logging.getLogger(__name__)
 
@@ -41,17 +42,14 @@ class Lease:
     """
 
     def __init__(self, engine: Engine, *, interval: float = 1.0, on_gain: Callable[[], None] | None = None) -> None:
-        self._interval = interval
         self._on_gain = on_gain
         self._held = engine.dialect.name != "postgresql"  # an embedded store has one process
         self._conn: psycopg.Connection | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = Loop("lease", self._renew, interval=interval)
         if engine.dialect.name == "postgresql":
             url = engine.url.set(drivername="postgresql")
             self._dsn = url.render_as_string(hide_password=False)
-            self._thread = threading.Thread(target=self._loop, name="faultgraph-lease", daemon=True)
-            self._thread.start()
+            self._loop.start().wake()  # the first try at once, then every `interval`
 
     @property
     def held(self) -> bool:
@@ -59,21 +57,16 @@ class Lease:
 
     def close(self) -> None:
         """Stop trying and give the lease up (closing the session releases the lock)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._loop.close()
         self._drop()
 
-    def _loop(self) -> None:
-        while True:
-            try:
-                self._check()
-            except Exception:  # the database is unreachable: nobody here leads
-                log.log(logging.WARNING if self._held else logging.DEBUG,
-                        "leader lease check failed (was leading: %s)", self._held, exc_info=True)
-                self._drop()
-            if self._stop.wait(self._interval):
-                return
+    def _renew(self) -> None:
+        try:
+            self._check()
+        except Exception:  # the database is unreachable: nobody here leads (retried next interval, no backoff)
+            log.log(logging.WARNING if self._held else logging.DEBUG,
+                    "leader lease check failed (was leading: %s)", self._held, exc_info=True)
+            self._drop()
 
     def _check(self) -> None:
         if self._conn is None:

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Engine
 
 from faultgraph.service import store
 from faultgraph.service.events.models import hosts_seen
+from faultgraph.service.loops import Loop
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ def stored_beats(engine: Engine, *, since: datetime) -> list[tuple[str, datetime
 
 
 class LivenessWatcher:
-    """A thread that turns overdue hosts into stored `lost` events, while `leading()` says
+    """A loop that turns overdue hosts into stored `lost` events, while `leading()` says
     this replica leads (one replica reports a lost host, not each of them)."""
 
     def __init__(self, liveness: Liveness, store_events: Callable[[list[dict]], None], *,
@@ -114,37 +115,27 @@ class LivenessWatcher:
         """`shared(since)`: heartbeats other replicas received (`stored_beats`), if any."""
         self._liveness = liveness
         self._store = store_events
-        self._leading = leading
         self._shared = shared
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="faultgraph-liveness", daemon=True)
-        self._thread.start()
+        period = max(0.5, liveness.timeout.total_seconds() / 4)
+        self._loop = Loop("liveness", self._check, interval=period, leading=leading).start()
 
-    def _loop(self) -> None:
-        period = max(0.5, self._liveness.timeout.total_seconds() / 4)
-        while not self._stop.wait(period):
-            if not self._leading():
-                continue
-            now = datetime.now(UTC)
-            if self._shared is not None:
-                try:
-                    self._liveness.learn(self._shared(now - 2 * self._liveness.timeout))
-                except Exception:
-                    log.exception("could not read other replicas' heartbeats")
-                    continue  # judging on half the picture would mark live hosts lost
-            overdue = self._liveness.overdue(now)
-            back = self._liveness.take_back()
-            if overdue:
-                log.warning("hosts lost (no heartbeat): %s", ", ".join(host for host, _ in overdue))
-            if back:
-                log.info("hosts back (heartbeats again): %s", ", ".join(host for host, _ in back))
-            if overdue or back:
-                try:
-                    self._store([lost_event(host, at, self._liveness.timeout) for host, at in overdue]
-                                + [back_event(host, at) for host, at in back])
-                except Exception:
-                    log.exception("could not store lost/back host events")
+    def _check(self) -> None:
+        """One look: store `lost` for hosts newly overdue and `back` for those heard again.
+        A failure raises to the loop (logged, retried after a backoff); in particular one
+        reading other replicas' heartbeats ends the look before judging on half the picture,
+        which would mark live hosts lost."""
+        now = datetime.now(UTC)
+        if self._shared is not None:
+            self._liveness.learn(self._shared(now - 2 * self._liveness.timeout))
+        overdue = self._liveness.overdue(now)
+        back = self._liveness.take_back()
+        if overdue:
+            log.warning("hosts lost (no heartbeat): %s", ", ".join(host for host, _ in overdue))
+        if back:
+            log.info("hosts back (heartbeats again): %s", ", ".join(host for host, _ in back))
+        if overdue or back:
+            self._store([lost_event(host, at, self._liveness.timeout) for host, at in overdue]
+                        + [back_event(host, at) for host, at in back])
 
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._loop.close()

@@ -33,8 +33,8 @@ from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy.engine import Connection, Engine
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from faultgraph.attribution.causes import CATEGORIES
 from faultgraph.attribution.checkpoint import daly
+from faultgraph.ingest.causes import CATEGORIES
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.events.models import KINDS, events
 from faultgraph.service.incidents.models import incidents

@@ -25,12 +25,13 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
-from faultgraph.attribution.causes import CAUSE_CATEGORY
-from faultgraph.service import client, evaluate
+from faultgraph.ingest.causes import CAUSE_CATEGORY
+from faultgraph.service import client
 from faultgraph.service import demo as demo_day
 from faultgraph.service.client import JsonOption as AsJson
 from faultgraph.service.client import TokenOption as Token
 from faultgraph.service.client import UrlOption as Url
+from faultgraph.simulate import evaluate
 
 # Piped output is read by people too (less, a ticket): no 80-column squeeze; scripts use --json.
 console = Console() if sys.stdout.isatty() else Console(width=160)

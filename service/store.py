@@ -7,7 +7,6 @@ them, recording the schema version, and the per-dialect fast path for appending 
 import importlib
 import importlib.util
 import io
-import os
 import pkgutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +19,8 @@ import pyarrow.csv as pa_csv
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection, Engine
+
+from faultgraph.service.config import Settings
 
 metadata = sa.MetaData()
 
@@ -85,8 +86,9 @@ SEQUENCES = {"events": ("seq", "events_arrival")}
 _INGEST_LOCK = 0x6667_696E_6773  # "fgings"
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for `url`; a DuckDB file's parent directory is created first.
+def make_engine(url: str, settings: Settings | None = None) -> Engine:
+    """An engine for `url`; a DuckDB file's parent directory is created first. A DuckDB
+    store's limits are `settings`' (default: the environment's).
 
     `postgresql://` (no driver named) means psycopg 3, the driver faultgraph ships with.
     PostgreSQL connections check liveness when borrowed (a restarted server or a failover
@@ -110,19 +112,17 @@ def make_engine(url: str) -> Engine:
             json_deserializer=orjson.loads,
         )
     if backend == "duckdb":
-        return sa.create_engine(parsed, connect_args={"config": duckdb_config()}, json_deserializer=orjson.loads)
+        return sa.create_engine(parsed, connect_args={"config": duckdb_config(settings or Settings())},
+                                json_deserializer=orjson.loads)
     return sa.create_engine(parsed)
 
 
-def duckdb_config() -> dict[str, str | int]:
+def duckdb_config(settings: Settings) -> dict[str, str | int]:
     """DuckDB's memory and threads, set rather than left to its defaults (80 % of the
     machine's RAM, one thread per core): the store then costs the same whatever it holds,
     and ingest, queries and the engine share the cores with the web server. Past the limit
     DuckDB spills to a temporary directory beside the file instead of growing."""
-    return {
-        "memory_limit": os.environ.get("FAULTGRAPH_DUCKDB_MEMORY", "512MB"),
-        "threads": int(os.environ.get("FAULTGRAPH_DUCKDB_THREADS", "2")),
-    }
+    return {"memory_limit": settings.duckdb_memory, "threads": settings.duckdb_threads}
 
 
 def register_tables() -> None:

@@ -1,5 +1,4 @@
-"""Tokens and roles (SPEC §9), expiry and rotation (§10): the app in this process, and a real
-`faultgraph serve` process for the module's secured server (its store is held by another process)."""
+"""Tokens and roles (SPEC §9), expiry and rotation (§10) against a real `faultgraph serve` process."""
 
 import time
 from datetime import UTC, datetime, timedelta
@@ -7,23 +6,23 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import sqlalchemy as sa
 from click.testing import Result
-from conftest import serve_in_process, start_server
+from conftest import start_server
 from typer.testing import CliRunner
 
 from faultgraph.service import store
 from faultgraph.service.auth import service as tokens
 from faultgraph.service.auth.models import Principal
+from faultgraph.service.batches import Decoded
 from faultgraph.service.cli import app
-from faultgraph.service.events.service import Decoded
 
 T0 = "2026-11-29T08:00:00Z"
 OPEN_PATHS = {"/healthz"}  # liveness probes carry no token; everything else declares a role
 ANY_CALLER_POSTS = {"/v1/diagnose"}  # SPEC §5: reader or agent; stores nothing
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> Result:
+def cli(*args: str) -> Result:
     """The `faultgraph` command in-process (stdout and stderr apart, as a shell sees them)."""
-    return CliRunner().invoke(app, list(args), env=env)
+    return CliRunner().invoke(app, list(args))
 
 
 def create_token(db_url: str, *args: str) -> str:
@@ -210,7 +209,7 @@ def test_loopback_without_tokens_is_open_until_the_first_token(server):
 def test_revoking_every_token_does_not_reopen_the_server(db_url):
     token = create_token(db_url, "--role", "admin")
     cli("token", "revoke", "--db", db_url, token)
-    srv = serve_in_process(db_url)
+    srv = start_server(db_url)
     try:
         assert srv.client.get("/v1/events").status_code == 401
     finally:
@@ -254,7 +253,7 @@ def test_an_expired_token_gets_the_same_401_as_a_wrong_one(tmp_path):
         old, _ = tokens.create(conn, role="reader", expires_in=timedelta(days=1), now=FIXED)  # expired 2026-01-02
         live, _ = tokens.create(conn, role="reader")
     engine.dispose()
-    other = serve_in_process(f"duckdb:///{tmp_path / 'expiry.duckdb'}")
+    other = start_server(f"duckdb:///{tmp_path / 'expiry.duckdb'}")
     try:
         expired = other.client.get("/v1/events", headers=bearer(old))
         wrong = other.client.get("/v1/events", headers=bearer(live[:-3] + "abc"))
@@ -296,16 +295,14 @@ def test_last_use_is_recorded(server):
     made = server.client.post("/v1/tokens", json={"role": "reader", "name": "dash"}, headers=bearer(admin)).json()
     assert made["last_used"] is None
     assert server.client.get("/v1/events", headers=bearer(made["token"])).status_code == 200
-    time.sleep(2.1)  # the first request after the authenticator's 2 s TTL starts a reload, which writes last use back
-
-    def last_used() -> str | None:
+    time.sleep(2.1)  # past the authenticator's 2 s TTL a request starts a reload, which writes last use back
+    deadline = time.monotonic() + 10
+    while True:
         listed = {t["id"]: t for t in server.client.get("/v1/tokens", headers=bearer(admin)).json()["tokens"]}
-        return listed[made["id"]]["last_used"]
-
-    deadline = time.monotonic() + 10  # the reload runs in the background while requests go on
-    while last_used() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert last_used() is not None
+        if listed[made["id"]]["last_used"] is not None:
+            break
+        assert time.monotonic() < deadline, "last use not written back 10 s after the TTL"
+        time.sleep(0.2)
 
 
 def test_rotation_keeps_both_tokens_valid_for_the_overlap(secured):

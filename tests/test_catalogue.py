@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from faultgraph.attribution.causes import CAUSE_CATEGORY
 from faultgraph.ingest import catalogue
+from faultgraph.ingest.causes import CAUSE_CATEGORY
 from faultgraph.ingest.parse import parse_line
 
 CAT = catalogue.load()

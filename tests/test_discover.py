@@ -1,6 +1,9 @@
 """`faultgraph topology discover` on real tool outputs (tests/data/discover/README.md names each source)."""
 
 import shutil
+import subprocess
+import sys
+from collections import defaultdict
 from pathlib import Path
 
 import orjson
@@ -10,7 +13,7 @@ from typer.testing import CliRunner
 from faultgraph.attribution.topology import Topology
 from faultgraph.ingest.discover import fabric as ib
 from faultgraph.ingest.discover import tools
-from faultgraph.ingest.discover.build import discover
+from faultgraph.ingest.discover.build import Graph, HostInputs, add_host, add_racks, discover
 from faultgraph.service.cli import app
 
 DATA = Path(__file__).parent / "data" / "discover"
@@ -145,3 +148,73 @@ def test_cli_prints_the_graph_and_names_problems_on_stderr(dump: Path) -> None:
     body = orjson.loads(done.stdout)
     assert {"coyote2", "dev-canyon1", "a08-p1-dgx-04-c01"} <= {c["id"] for c in body["components"]}
     assert "missing fabric/ibnetdiscover.txt" in done.stderr
+
+
+
+def test_topo_matrix_of_a_4_gpu_box_from_a_driver_without_nic_legend() -> None:
+    """Traverse (4 V100 in NVLink pairs): NICs are named `mlx5_N` in the header itself."""
+    topo = tools.parse_topo_matrix(read("traverse-nvidia-smi-topo-m.txt"))
+    assert topo.gpus == [0, 1, 2, 3] and topo.nics == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]
+    assert (topo.paths[("GPU0", "GPU1")], topo.paths[("GPU2", "GPU3")], topo.paths[("GPU1", "GPU2")]) == ("NV3", "NV3", "SYS")
+    assert topo.paths[("GPU2", "mlx5_3")] == "NODE" and topo.paths[("mlx5_0", "mlx5_1")] == "PIX"
+    assert topo.numa == {0: 0, 1: 0, 2: 8, 3: 8}  # POWER9 numbers its second socket's node 8
+    two = tools.parse_topo_matrix(read("della-a100-nvidia-smi-topo-m.txt"))
+    assert (two.gpus, two.nics, two.numa) == ([0, 1], ["mlx5_0", "mlx5_1"], {0: 0, 1: 1})
+
+
+def test_smi_query_of_gh200_and_of_an_h100_outside_any_nvlink_fabric() -> None:
+    """Both print a Fabric section; neither belongs to an NVLink domain, so neither GPU
+    carries a cluster UUID or clique (the H100 reports Completed with an all-zero UUID)."""
+    [gh200] = tools.parse_smi_query(read("gh200-nvidia-smi-q.txt"))
+    assert gh200 == {"pci": "0000:dd:00", "name": "NVIDIA GH200 480GB", "serial": "1654523007052",
+                     "uuid": "GPU-35d58415-1094-5ad1-64d1-b797587d33a7"}
+    [h100] = tools.parse_smi_query(read("della-h100-nvidia-smi-q.txt"))
+    assert h100 == {"pci": "0000:db:00", "name": "NVIDIA H100 80GB HBM3", "serial": "1650124008279",
+                    "uuid": "GPU-f7b02328-d6fe-5b1f-9683-15041689bb03"}
+
+
+def test_discover_reads_the_older_and_fabric_outputs(tmp_path: Path) -> None:
+    """`faultgraph topology discover` over hosts holding those outputs: two H100-like hosts
+    that both report the same all-zero cluster UUID do not become one NVLink rack."""
+    files = {
+        "traverse-k05g9": {"nvidia-smi-topo-m.txt": "traverse-nvidia-smi-topo-m.txt"},
+        "della-i14g20": {"nvidia-smi-topo-m.txt": "della-a100-nvidia-smi-topo-m.txt"},
+        "della-k18g3": {"nvidia-smi-q.txt": "della-h100-nvidia-smi-q.txt"},
+        "della-k18g4": {"nvidia-smi-q.txt": "della-h100-nvidia-smi-q.txt"},
+        "gh-node01": {"nvidia-smi-q.txt": "gh200-nvidia-smi-q.txt"},
+    }
+    for host, names in files.items():
+        (tmp_path / host).mkdir()
+        for name, fixture in names.items():
+            shutil.copy(DATA / fixture, tmp_path / host / name)
+    done = subprocess.run([sys.executable, "-m", "faultgraph.service.cli", "topology", "discover", str(tmp_path)],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    topology = Topology.from_dict(orjson.loads(done.stdout))
+    assert topology.of_type("rack") == []
+    nvlinks = {(link["a"], link["b"]): link for link in topology.to_dict()["links"] if link["type"] == "nvlink"}
+    assert set(nvlinks) == {("traverse-k05g9/gpu0", "traverse-k05g9/gpu1"), ("traverse-k05g9/gpu2", "traverse-k05g9/gpu3")}
+    assert nvlinks[("traverse-k05g9/gpu0", "traverse-k05g9/gpu1")]["attrs"] == {"nvlinks": 3}
+    assert topology.host_of("traverse-k05g9/nic3") == "traverse-k05g9"
+    assert topology.attrs("traverse-k05g9/nic3")["device"] == "mlx5_3"
+    assert topology.has_link("traverse-k05g9/cpu8", "traverse-k05g9/nic3")  # its NUMA node's CPU
+    assert topology.attrs("gh-node01/gpu0")["uuid"] == "GPU-35d58415-1094-5ad1-64d1-b797587d33a7"
+    assert "missing nvidia-smi-topo-m.txt on 3 host(s)" in done.stderr
+
+
+def test_gpus_of_one_nvlink_clique_become_one_rack() -> None:
+    """Rack grouping from parsed `nvidia-smi -q` values (no complete GB200 output is public:
+    tests/data/discover/README.md). The clique and cluster UUID are the ones a GB200 tray
+    reported in leptonai/gpud#1106; the third host is the real H100 output above."""
+    clique = {"cluster_uuid": "9c6f5af3-53bf-49b5-a436-b66766c413c3", "clique": "4026"}
+    hosts = [HostInputs(f"gb-c{t:02d}", {"smi": [{"pci": f"000{d}:01:00", **clique} for d in (8, 9)]}) for t in (2, 1)]
+    hosts.append(HostInputs("della-k18g3", {"smi": tools.parse_smi_query(read("della-h100-nvidia-smi-q.txt"))}))
+    graph, racks = Graph(), defaultdict(list)
+    for host in hosts:
+        add_host(graph, host, {}, {}, racks)
+    add_racks(graph, racks)
+    topology = Topology.from_dict(graph.body())
+    assert topology.of_type("rack") == ["rack00"]
+    assert [topology.attrs(h).get("rack") for h in ("gb-c01", "gb-c02", "della-k18g3")] == ["rack00", "rack00", None]
+    assert len(topology.of_type("nvswitch")) == 18
+    assert {n for n in topology.neighbours("gb-c02/gpu1") if topology.type_of(n) == "nvswitch"} == set(topology.of_type("nvswitch"))

@@ -13,7 +13,8 @@ import pytest
 from faultgraph.service.config import settings_table
 
 ROOT = Path(__file__).resolve().parent.parent
-READMES = ["README.md", "service/README.md", "attribution/README.md", "ingest/README.md", "deploy/README.md"]
+READMES = ["README.md", "service/README.md", "attribution/README.md", "ingest/README.md", "simulate/README.md",
+           "deploy/README.md"]
 START, END = "<!-- settings:start -->", "<!-- settings:end -->"
 
 FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1", re.MULTILINE | re.DOTALL)

@@ -231,8 +231,8 @@ def test_restart_is_recommended_when_cheaper_than_running_short(cluster):
 def test_a_week_of_benign_noise_on_2048_hosts_opens_nothing():
     """Correctable errors, row remaps pending a reset, link flaps ridden out, thermal
     warnings, agent restarts, hung-task warnings at realistic rates, on skewed clocks."""
-    from faultgraph.attribution.postmortems import quiet_week
     from faultgraph.ingest.parse import parse_line
+    from faultgraph.simulate.postmortems import quiet_week
 
     week = quiet_week(2048, days=7, seed=1)
     snapshot = ClusterSnapshot(Topology.from_dict(week.topology), week.jobs)

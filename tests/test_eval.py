@@ -4,8 +4,8 @@ the right root."""
 
 import pytest
 
-from faultgraph.attribution.simulate import MECHANISMS, scenario_set
-from faultgraph.service import evaluate
+from faultgraph.simulate import evaluate
+from faultgraph.simulate.scenarios import MECHANISMS, scenario_set
 
 
 @pytest.mark.slow
@@ -28,7 +28,7 @@ def test_every_fault_type_is_attributed_through_the_service(server):
 def test_the_harder_families_are_attributed_through_the_service(server):
     """Postmortem families (software crash, dataloader deadlock, dead agent, AER on a NIC)
     and the classic ones, on skewed clocks in a spring month with benign noise around them."""
-    from faultgraph.attribution.postmortems import FAMILIES, hard_set
+    from faultgraph.simulate.postmortems import FAMILIES, hard_set
 
     scenario = hard_set(26, seed=3, hosts=64)
     assert {fault["mechanism"] for fault in scenario.truth} == set(FAMILIES)

@@ -5,17 +5,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from faultgraph.attribution import simulate_slow, stragglers
-from faultgraph.service import evaluate
+from faultgraph.attribution import stragglers
+from faultgraph.simulate import evaluate, failslow
 
 
 @pytest.mark.slow
 def test_every_family_through_the_service(server):
-    scenario = simulate_slow.scenario_set(1, seed=11, minutes=60)
+    scenario = failslow.scenario_set(1, seed=11, minutes=60)
     sent = evaluate.replay(server.client, scenario)
     assert sent["accepted"] == sent["events"]
     found = evaluate.incidents(server.client)
-    report = simulate_slow.score(found, scenario.truth)
+    report = failslow.score(found, scenario.truth)
     families = report["families"]
     assert families["healthy"]["spurious"] == 0 and report["unmatched_degradations"] == 0
     slow = [name for name in families if name != "healthy"]
@@ -76,6 +76,6 @@ def test_a_sustained_slowdown_is_one_episode_that_ends_when_speed_returns():
 
 
 def test_culprits_are_named_within_minutes_of_onset_in_event_time():
-    scenario = simulate_slow.scenario_set(1, seed=3, minutes=60, families=("gpu_throttle_silent", "slow_host", "pcie_degraded"))
-    minutes = simulate_slow.detection_minutes(scenario, horizon=15)
+    scenario = failslow.scenario_set(1, seed=3, minutes=60, families=("gpu_throttle_silent", "slow_host", "pcie_degraded"))
+    minutes = failslow.detection_minutes(scenario, horizon=15)
     assert all(m is not None and m <= 15 for found in minutes.values() for m in found), minutes

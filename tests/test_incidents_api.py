@@ -320,7 +320,8 @@ def test_the_demo_ends_with_no_incident_that_did_not_happen(db_url):
 
     from conftest import serve_in_process
 
-    from faultgraph.service import demo, evaluate
+    from faultgraph.service import demo
+    from faultgraph.simulate import evaluate
 
     srv = serve_in_process(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"})
     try:

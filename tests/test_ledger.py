@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faultgraph.attribution.causes import CAUSE_CATEGORY
 from faultgraph.attribution.ledger import gpu_hours_lost, ledger, published_discrepancies
 from faultgraph.attribution.reliability import mtbf
+from faultgraph.ingest.causes import CAUSE_CATEGORY
 
 LLAMA3 = Path(__file__).resolve().parent / "data" / "reference" / "llama3-interruptions.csv"
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)

@@ -100,3 +100,27 @@ def test_a_compute_tray_fault_stays_on_its_tray(cluster: ClusterSnapshot) -> Non
     [incident] = analyse(sorted(events, key=lambda e: (e["time"], e["id"])), cluster)
     assert incident.root_cause["component"] == "node0020/gpu2"
     assert classify(events[0]).cause == "gpu_fell_off_bus"
+
+
+def test_layout_lists_each_racks_trays_in_order(topology: Topology) -> None:
+    """What the UI's rack lanes read (GET /v1/topology/racks)."""
+    rack01 = racks.layout(topology)[1]
+    assert rack01["id"] == "rack01" and rack01["power"] == ["rack01/pdu0", "rack01/pdu1"]
+    assert [(t["tray"], t["host"]) for t in rack01["compute_trays"]] == list(enumerate(RACK1))
+    assert [(t["tray"], t["host"]) for t in rack01["switch_trays"]] == [(t, f"rack01-nvsw{t}") for t in range(9)]
+    assert rack01["switch_trays"][5]["chips"] == ["rack01/nvswitch10", "rack01/nvswitch11"]
+
+
+def test_layout_of_a_discovered_rack_numbers_trays_by_host() -> None:
+    """Discovery knows a rack from the GPUs' clique, not tray numbers or switch-tray hosts."""
+    hosts = ["gb-b10", "gb-b2", "gb-b1"]
+    body = {"components": [{"id": "rack00", "type": "rack", "host": None, "attrs": {}},
+                           *({"id": f"rack00/nvswitch{k}", "type": "nvswitch", "host": None,
+                              "attrs": {"rack": "rack00", "tray": k // 2}} for k in range(18)),
+                           *({"id": h, "type": "host", "host": h, "attrs": {"rack": "rack00"}} for h in hosts),
+                           {"id": "other", "type": "host", "host": "other", "attrs": {}}], "links": []}
+    [rack] = racks.layout(Topology.from_dict(body))
+    assert [(t["tray"], t["host"]) for t in rack["compute_trays"]] == [(0, "gb-b1"), (1, "gb-b2"), (2, "gb-b10")]
+    assert len(rack["switch_trays"]) == 9 and rack["switch_trays"][8] == {
+        "tray": 8, "host": None, "chips": ["rack00/nvswitch16", "rack00/nvswitch17"]}
+    assert racks.layout(None) == []

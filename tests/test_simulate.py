@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from faultgraph.attribution.causes import CAUSE_CATEGORY
 from faultgraph.attribution.placement import Placement
-from faultgraph.attribution.simulate import (
+from faultgraph.attribution.topology import Topology, split_link_id
+from faultgraph.ingest.causes import CAUSE_CATEGORY
+from faultgraph.ingest.parse import parse_line
+from faultgraph.simulate.scenarios import (
     MECHANISMS,
     OUTCOMES,
     SCENARIO_TYPES,
@@ -19,8 +21,6 @@ from faultgraph.attribution.simulate import (
     scenario_set,
     storm,
 )
-from faultgraph.attribution.topology import Topology, split_link_id
-from faultgraph.ingest.parse import parse_line
 
 
 def _time(text: str) -> datetime:
@@ -386,18 +386,18 @@ def test_cli_writes_a_scenario_set(tmp_path) -> None:
     assert loaded == scenario_set(13, seed=4, hosts=16)
 
 
-# ---------------------------------------------------------------- the harder families (attribution/postmortems.py)
+# ---------------------------------------------------------------- the harder families (simulate/postmortems.py)
 
 
 @pytest.fixture(scope="module")
 def hard() -> Scenario:
-    from faultgraph.attribution.postmortems import hard_set
+    from faultgraph.simulate.postmortems import hard_set
 
     return hard_set(26, seed=7, hosts=32)
 
 
 def test_hard_set_every_family_in_a_spring_month_on_skewed_clocks(hard: Scenario) -> None:
-    from faultgraph.attribution.postmortems import FAMILIES, hard_set
+    from faultgraph.simulate.postmortems import FAMILIES, hard_set
 
     assert {f["mechanism"] for f in hard.truth} == set(FAMILIES)
     assert 1 <= _time(hard.truth[0]["time"]).month <= 9
@@ -431,7 +431,7 @@ def test_software_crash_is_an_exception_on_one_rank_then_the_others_time_out(har
 
 
 def test_quiet_week_has_no_fault_and_benign_events_at_the_stated_rates() -> None:
-    from faultgraph.attribution.postmortems import BENIGN_PER_HOST_DAY, quiet_week
+    from faultgraph.simulate.postmortems import BENIGN_PER_HOST_DAY, quiet_week
 
     week = quiet_week(64, days=7, seed=2)
     assert week.truth == []

@@ -5,14 +5,14 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from faultgraph.attribution import simulate_nvl72
 from faultgraph.attribution.topology import Topology
 from faultgraph.ingest.parse import parse_line
 from faultgraph.service.cli import app
+from faultgraph.simulate import nvl72
 
 
 def test_a_chip_failure_writes_sxids_from_its_switch_tray_and_hits_both_jobs_of_the_rack() -> None:
-    scenario = simulate_nvl72.scenario_set(n_faults=3, seed=5, racks=2)
+    scenario = nvl72.scenario_set(n_faults=3, seed=5, racks=2)
     Topology.from_dict(scenario.topology)
     chip_faults = [t for t in scenario.truth if t["mechanism"] == "nvl72_nvswitch_chip"]
     assert len(chip_faults) == 2 and chip_faults[0]["root_component"] == chip_faults[1]["root_component"]
@@ -31,7 +31,7 @@ def test_eval_on_the_nvl72_families_meets_the_bar() -> None:
                                     "--json"])
     assert done.exit_code == 0, done.stderr
     report = json.loads(done.stdout)
-    assert set(report["mechanisms"]) == {*simulate_nvl72.MECHANISMS, "all"}
+    assert set(report["mechanisms"]) == {*nvl72.MECHANISMS, "all"}
     for name, row in report["mechanisms"].items():
         assert row["top1_pct"] >= 95, (name, row)
     assert report["merged"] == 0

@@ -10,7 +10,7 @@ from conftest import InProcessServer, Server, serve_in_process
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from faultgraph.attribution.generators import heterogeneous_example, rail_optimized
+from faultgraph.attribution.generators import gb200_nvl72, heterogeneous_example, rail_optimized
 
 T0 = "2026-11-29T08:00:00Z"
 
@@ -234,3 +234,17 @@ def test_cli_generate_and_upload(live_server: Server, tmp_path) -> None:
     assert refused.exit_code == 1 and "toaster" in refused.stderr
     wrong = cli("generate", "heterogeneous-example", "--hosts", "3")
     assert wrong.exit_code != 0 and "--hosts" in wrong.stderr
+
+
+
+def test_racks_route_lists_the_nvl72_racks(server: InProcessServer, small: dict) -> None:
+    """GET /v1/topology/racks: what the UI's rack lanes read; none on a DGX cluster."""
+    assert server.client.get("/v1/topology/racks").status_code == 404
+    assert server.client.put("/v1/topology", json=small).status_code == 200
+    assert server.client.get("/v1/topology/racks").json()["racks"] == []
+    assert server.client.put("/v1/topology", json=gb200_nvl72(racks=2)).status_code == 200
+    answer = server.client.get("/v1/topology/racks").json()
+    assert answer["topology_version"] == 2 and [r["id"] for r in answer["racks"]] == ["rack00", "rack01"]
+    rack = answer["racks"][1]
+    assert [t["host"] for t in rack["compute_trays"]] == [f"node{i:04d}" for i in range(18, 36)]
+    assert rack["switch_trays"][6] == {"tray": 6, "host": "rack01-nvsw6", "chips": ["rack01/nvswitch12", "rack01/nvswitch13"]}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mypy over the repository's own files. The folders service/ ingest/ attribution/ are installed
+# mypy over the repository's own files. The folders service/ ingest/ attribution/ simulate/ are installed
 # as faultgraph.service etc. (pyproject's package-dir), a mapping mypy cannot follow, so a farm
 # of symlinks in a temporary directory gives it the installed layout. Only .py files are linked:
 # a data folder next to a module of the same name (ingest/catalogue/ beside catalogue.py) would
@@ -9,7 +9,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 farm="$(mktemp -d "${TMPDIR:-/tmp}/faultgraph-mypy.XXXXXX")"
 trap 'rm -rf "$farm"' EXIT
-for part in service ingest attribution train; do
+for part in service ingest attribution simulate train; do
   [ -d "$repo/$part" ] || continue
   (cd "$repo" && find "$part" -name '*.py' -not -path '*/__pycache__/*') | while read -r file; do
     mkdir -p "$farm/faultgraph/$(dirname "$file")"

@@ -124,7 +124,7 @@ class Reporter:
                     pass
 
     def _drain(self) -> list[dict]:
-        taken = []
+        taken: list[dict] = []
         while len(taken) < self._batch:
             try:
                 taken.append(self._queue.get_nowait())

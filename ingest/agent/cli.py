@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from faultgraph.service import client
+from faultgraph.ingest.agent.connection import CaFileOption, CertOption, KeyOption
 
 
 def agent(
@@ -22,9 +22,9 @@ def agent(
     config: Annotated[Path | None, typer.Option(help="TOML file with the same settings (flags win).")] = None,
     host: Annotated[str | None, typer.Option(help="This host's name in events (default: the hostname).")] = None,
     read_from: Annotated[str | None, typer.Option(help="Files present at the very first start: end (default) or beginning.")] = None,
-    ca_file: client.CaFileOption = None,
-    cert: client.CertOption = None,
-    key: client.KeyOption = None,
+    ca_file: CaFileOption = None,
+    cert: CertOption = None,
+    key: KeyOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every queued batch.")] = False,
     inventory: Annotated[bool, typer.Option("--inventory", help="Also post this host's nvidia-smi/ibstat/lspci/ip outputs at start and daily (POST /v1/inventory).")] = False,
 ) -> None:

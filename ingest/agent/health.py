@@ -104,7 +104,7 @@ def parse_nvidia_smi(text: str) -> dict[str, GpuSample]:
     if not rows:
         return {}
     names = [re.sub(r"\s*\[.*\]$", "", h.strip()) for h in rows[0]]
-    found = {}
+    found: dict[str, GpuSample] = {}
     for row in rows[1:]:
         if len(row) != len(names):
             continue
@@ -199,7 +199,7 @@ class HealthWatch:
             hot = v.get("temp_c", 0) >= self.gpu.get("temp_c", 87)
             state = (tuple(sorted(sample.throttle)), slow, hot)
             if self._state.get(gpu, ((), False, False)) != state:
-                attrs = {"throttle": sorted(sample.throttle), "gpu": int(gpu) if gpu.isdigit() else gpu,
+                attrs: dict[str, Any] = {"throttle": sorted(sample.throttle), "gpu": int(gpu) if gpu.isdigit() else gpu,
                          **{k: v[k] for k in ("sm_clock_mhz", "max_sm_clock_mhz", "power_w", "util", "temp_c") if k in v}}
                 if sample.pci:
                     attrs["pci"] = sample.pci
@@ -232,11 +232,12 @@ class HealthWatch:
             last = self._counts.setdefault(key, value)  # the first reading is the baseline
             if value - last >= step:
                 self._counts[key] = value
-                kind, attrs = {
+                counter: tuple[str, dict[str, Any]] = {
                     "ecc_sbe": ("gpu_ecc", {"type": "sbe"}), "ecc_dbe": ("gpu_ecc", {"type": "dbe"}),
                     "nvlink_crc": ("nvlink_error", {"counter": "crc_flit"}), "nvlink_replay": ("nvlink_error", {"counter": "replay"}),
                     "pcie_replay": ("pcie_aer", {"severity": "corrected", "text": "PCIe replay counter grew"}),
                 }[name]
+                kind, attrs = counter
                 attrs |= {"count": int(value - last)} if kind != "pcie_aer" else {"bdf": sample.pci or ""}
                 events.append(self._event(at, kind, {**attrs, "gpu": int(gpu) if gpu.isdigit() else gpu},
                                           "error" if name == "ecc_dbe" else "warning"))

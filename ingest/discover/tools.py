@@ -10,7 +10,9 @@ machines print them (tests/data/discover/ holds the outputs these were written a
   `NUMA Affinity`, `GPU NUMA ID` where the driver prints them; cells `X`, `NV<n>`, `PIX`,
   `PXB`, `PHB`, `NODE`, `SYS`; tabs or spaces.
 - `nvidia-smi -q` (text) and `nvidia-smi -q -x` (XML): per GPU its bus id, serial, UUID,
-  and on NVLink-fabric systems (GB200) the fabric's `ClusterUUID` and `CliqueId`.
+  and on NVLink-fabric systems (GB200) the fabric's `ClusterUUID` and `CliqueId` — kept only
+  when its `State` is `Completed` and `Status` `Success` (NVML: the ids are valid only then)
+  and the cluster UUID is not all zeros (H100, GH200 outside a fabric).
 - `ibdev2netdev`, `ibstat`, `ip -j addr`, `lspci -D`, `lspci -tv`.
 """
 
@@ -117,11 +119,12 @@ def _smi_xml(text: str) -> list[dict[str, Any]]:
     gpus = []
     for gpu in root.iter("gpu"):
         bus_id = gpu.get("id") or gpu.findtext("pci/pci_bus_id") or ""
-        gpus.append(_drop_none({
+        gpus.append(_fabric_checked(_drop_none({
             "pci": _short_pci(bus_id), "serial": _known(gpu.findtext("serial")), "uuid": _known(gpu.findtext("uuid")),
             "name": _known(gpu.findtext("product_name")),
             "cluster_uuid": _known(gpu.findtext("fabric/cluster_uuid")), "clique": _known(gpu.findtext("fabric/clique_id")),
-        }))
+            "fabric_state": _known(gpu.findtext("fabric/state")), "fabric_status": _known(gpu.findtext("fabric/status")),
+        })))
     if not gpus:
         raise ValueError("no <gpu> element: not `nvidia-smi -q -x` output")
     return gpus
@@ -134,19 +137,41 @@ _TEXT_FIELDS = {"Serial Number": "serial", "GPU UUID": "uuid", "Product Name": "
 _GPU_SECTION = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 
 
+_FABRIC_FIELDS = {"State": "fabric_state", "Status": "fabric_status"}
+
+
 def _smi_text(text: str) -> list[dict[str, Any]]:
     gpus: list[dict[str, Any]] = []
+    fabric_indent: int | None = None  # inside a GPU's `Fabric` section: its indentation
     for line in text.splitlines():
         if line.startswith("GPU ") and (match := _GPU_SECTION.match(line)):
             gpus.append({"pci": _short_pci(match.group(1))})
+            fabric_indent = None
+            continue
+        indent = len(line) - len(line.lstrip())
+        if fabric_indent is not None and line.strip() and indent <= fabric_indent:
+            fabric_indent = None
+        if line.strip() == "Fabric":
+            fabric_indent = indent
             continue
         key, sep, value = line.partition(" : ")  # nvidia-smi pads keys and writes " : "
-        name = _TEXT_FIELDS.get(key.strip()) if sep else None
+        fields = _FABRIC_FIELDS if fabric_indent is not None and key.strip() in _FABRIC_FIELDS else _TEXT_FIELDS
+        name = fields.get(key.strip()) if sep else None
         if gpus and name and name not in gpus[-1] and (known := _known(value)) is not None:
             gpus[-1][name] = known
     if not gpus:
         raise ValueError("no 'GPU 0000xxxx:bb:dd.f' section: not `nvidia-smi -q` output")
-    return gpus
+    return [_fabric_checked(gpu) for gpu in gpus]
+
+
+def _fabric_checked(gpu: dict[str, Any]) -> dict[str, Any]:
+    """The GPU without its fabric state, and without its cluster UUID and clique unless the
+    fabric registration completed successfully with a real (non-zero) cluster UUID."""
+    state, status = gpu.pop("fabric_state", None), gpu.pop("fabric_status", None)
+    if "cluster_uuid" not in gpu or state not in (None, "Completed") or status not in (None, "Success"):
+        gpu.pop("cluster_uuid", None)
+        gpu.pop("clique", None)
+    return gpu
 
 
 def _drop_none(values: dict[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from faultgraph.service.auth.models import ANONYMOUS, ROLES, Principal, TokenInfo, tokens
-from faultgraph.service.events.service import Decoded
+from faultgraph.service.batches import Decoded
 
 PREFIX = "fg"
 HOST_PATTERN = re.compile(r"^[A-Za-z0-9._:*?\[\]!-]{1,253}$")

@@ -5,12 +5,12 @@ change is written to the audit trail."""
 from datetime import datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Request, Response
+from fastapi import APIRouter, Depends, HTTPException, Response
 from pydantic import BaseModel, Field
 
-from faultgraph.service import audit
 from faultgraph.service.auth import service
 from faultgraph.service.auth.dependencies import require
+from faultgraph.service.deps import AuditDep, AuthenticatorDep, EngineDep
 
 router = APIRouter(prefix="/v1", tags=["auth"], dependencies=[Depends(require("admin"))])
 
@@ -68,35 +68,35 @@ def audit_detail(info: service.TokenInfo) -> dict:
 
 
 @router.post("/tokens", status_code=201)
-def create_token(request: Request, body: TokenRequest) -> NewToken:
+def create_token(engine: EngineDep, auth: AuthenticatorDep, trail: AuditDep, body: TokenRequest) -> NewToken:
     """Create a token; the answer is the only time its secret is shown."""
     try:
         expires_in = service.parse_duration(body.expires) if body.expires else None
-        with request.app.state.engine.begin() as conn:
+        with engine.begin() as conn:
             token, info = service.create(conn, role=body.role, name=body.name, host_pattern=body.host_pattern,
                                          cert_name=body.cert_name, expires_in=expires_in)
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
-    request.app.state.auth.reload()
-    audit.record(request, action="token.create", target=info.id, detail=audit_detail(info))
+    auth.reload()
+    trail.record(action="token.create", target=info.id, detail=audit_detail(info))
     return NewToken(token=token, **_out(info))
 
 
 @router.get("/tokens")
-def list_tokens(request: Request, include_revoked: bool = False) -> dict[str, list[TokenOut]]:
+def list_tokens(engine: EngineDep, include_revoked: bool = False) -> dict[str, list[TokenOut]]:
     """Tokens without their secrets; `include_revoked` adds revoked and expired ones."""
-    with request.app.state.engine.connect() as conn:
+    with engine.connect() as conn:
         infos = service.get_all(conn, include_revoked=include_revoked)
     return {"tokens": [TokenOut(**_out(info)) for info in infos]}
 
 
 @router.post("/tokens/{token_id}/rotate", status_code=201, responses={404: {"description": "no live token has this id"}})
-def rotate_token(request: Request, token_id: str, body: RotateRequest | None = None) -> Rotated:
+def rotate_token(engine: EngineDep, auth: AuthenticatorDep, trail: AuditDep, token_id: str, body: RotateRequest | None = None) -> Rotated:
     """A new token with this one's name, role and bindings; this one stays valid for
     `overlap` more, so agents can be handed the new one without a gap."""
     body = body or RotateRequest()
     try:
-        with request.app.state.engine.begin() as conn:
+        with engine.begin() as conn:
             done = service.rotate(conn, token_id=token_id, overlap=service.parse_duration(body.overlap),
                                   expires_in=service.parse_duration(body.expires) if body.expires else None)
     except ValueError as exc:
@@ -104,19 +104,19 @@ def rotate_token(request: Request, token_id: str, body: RotateRequest | None = N
     if done is None:
         raise HTTPException(404, "no live token has this id")
     token, info, old = done
-    request.app.state.auth.reload()
-    audit.record(request, action="token.rotate", target=old.id,
+    auth.reload()
+    trail.record(action="token.rotate", target=old.id,
                  detail={"new": info.id, "old_expires": _time(old.expires), **audit_detail(info)})
     return Rotated(token=token, replaces=TokenOut(**_out(old)), **_out(info))
 
 
 @router.delete("/tokens/{token_id}", status_code=204, responses={404: {"description": "no live token has this id"}})
-def revoke_token(request: Request, token_id: str) -> Response:
+def revoke_token(engine: EngineDep, auth: AuthenticatorDep, trail: AuditDep, token_id: str) -> Response:
     """Revoke a token; it stops working at once on this server."""
-    with request.app.state.engine.begin() as conn:
+    with engine.begin() as conn:
         done = service.revoke(conn, token_id=token_id)
     if not done:
         raise HTTPException(404, "no live token has this id")
-    request.app.state.auth.reload()
-    audit.record(request, action="token.revoke", target=token_id)
+    auth.reload()
+    trail.record(action="token.revoke", target=token_id)
     return Response(status_code=204)

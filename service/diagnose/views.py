@@ -8,6 +8,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from faultgraph.service.auth.dependencies import bearer
+from faultgraph.service.deps import SettingsDep
 from faultgraph.service.diagnose import service
 from faultgraph.service.diagnose.models import DiagnoseBodyAdapter
 from faultgraph.service.events.service import BodyError
@@ -34,10 +35,9 @@ def _diagnose(body: bytes, content_type: str, host: str | None, max_lines: int) 
 
 
 @router.post("/diagnose", openapi_extra=DIAGNOSE_BODY, dependencies=[Depends(reader_or_agent)])
-async def post_diagnose(request: Request) -> JSONResponse:
+async def post_diagnose(request: Request, settings: SettingsDep) -> JSONResponse:
     """Diagnose pasted lines: `{"lines": [...], "host"?, "job"?}` or plain text with
     `?host=`. Answers ranked incidents quoting the lines that decided them; stores nothing."""
-    settings = request.app.state.settings
     body = await read_body(request, settings.max_body_bytes)
     try:
         answer = await run_in_threadpool(_diagnose, body, request.headers.get("content-type", ""),

@@ -10,7 +10,6 @@ leaves a file the next run writes again, identically.
 
 import logging
 import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -25,6 +24,7 @@ from sqlalchemy.engine import Connection, Engine
 from faultgraph.service import store, transfer
 from faultgraph.service.events.models import event_rollups, events
 from faultgraph.service.incidents.models import incident_events
+from faultgraph.service.loops import Loop
 
 log = logging.getLogger(__name__)
 
@@ -141,28 +141,6 @@ def _archive_day(conn: Connection, day: date, which, archive: Path) -> None:
     partial.replace(path)
 
 
-class Pruner:
-    """The scheduled pass: `prune` every `period` seconds while `leading()` (one replica)."""
-
-    def __init__(self, engine: Engine, retention: Retention, *, leading: Callable[[], bool],
-                 period: float = 3600.0) -> None:
-        self._engine = engine
-        self._retention = retention
-        self._leading = leading
-        self._period = period
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="faultgraph-prune", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._period):
-            if not self._leading():
-                continue
-            try:
-                prune(self._engine, self._retention, now=datetime.now(UTC))
-            except Exception:
-                log.exception("retention pass failed; retrying in %.0f s", self._period)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
+def prune_loop(engine: Engine, retention: Retention, *, leading: Callable[[], bool], period: float = 3600.0) -> Loop:
+    """The scheduled pass, started: `prune` every `period` seconds while `leading()` (one replica)."""
+    return Loop("prune", lambda: prune(engine, retention, now=datetime.now(UTC)), interval=period, leading=leading).start()

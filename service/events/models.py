@@ -20,7 +20,7 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
-from faultgraph.attribution.causes import CAUSES
+from faultgraph.ingest.causes import CAUSES
 from faultgraph.service.store import JSON, metadata
 
 events = sa.Table(

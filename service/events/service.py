@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import Connection
 
 from faultgraph.service import store
+from faultgraph.service.batches import Decoded
 from faultgraph.service.events.models import KINDS, SERVICE_KINDS, EventList, OneEvent, events, hosts_seen
 
 DEFAULT_SEVERITY = {kind: severity for kind, (_, severity) in KINDS.items()}
@@ -43,14 +44,6 @@ class BodyError(ValueError):
     def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
-
-
-@dataclass
-class Decoded:
-    """A posted batch split into valid events and rejected entries (by index)."""
-
-    valid: list[dict] = field(default_factory=list)
-    rejected: list[dict] = field(default_factory=list)
 
 
 def _describe(errors: list[dict]) -> dict[int, str]:

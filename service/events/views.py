@@ -9,11 +9,14 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from faultgraph.service.auth.dependencies import require
+from faultgraph.service.auth.models import Principal
 from faultgraph.service.auth.service import reject_foreign_hosts
+from faultgraph.service.deps import EngineDep, Ingest, IngestDep
 from faultgraph.service.events import service
 from faultgraph.service.events.models import EventList
 from faultgraph.service.http import parse_time, read_body, request_body, split_list
-from faultgraph.service.writer import WriterBusy
+from faultgraph.service.metrics import Metrics
+from faultgraph.service.writer import GroupWriter, WriterBusy
 
 router = APIRouter(prefix="/v1", tags=["events"])
 
@@ -25,32 +28,31 @@ INGEST_BODY = request_body(EventList.json_schema(ref_template="#/components/sche
 INLINE_BODY_BYTES = 64 * 1024
 
 
-def _decode(body: bytes, content_type: str, app_state, principal) -> service.Decoded:
-    decoded = service.decode(body, content_type=content_type, max_events=app_state.settings.max_batch_events)
+def _decode(body: bytes, content_type: str, max_events: int, principal: Principal | None) -> service.Decoded:
+    decoded = service.decode(body, content_type=content_type, max_events=max_events)
     if principal is not None:
         reject_foreign_hosts(decoded, principal=principal)
     return decoded
 
 
-def convert_group(app_state, group: list[service.Pending]):
+def convert_group(enrich: service.Enricher, metrics: Metrics, group: list[service.Pending]):
     """The writer's conversion of a group of requests' events (its thread, once per commit)."""
-    rows = service.rows_of_group(group, enrich=app_state.enrich)
-    app_state.metrics.observe_rows(rows)
+    rows = service.rows_of_group(group, enrich=enrich)
+    metrics.observe_rows(rows)
     return rows
 
 
-async def store_events(request: Request, body: bytes, content_type: str) -> dict:
+async def store_events(ingest: Ingest, principal: Principal | None, body: bytes, content_type: str) -> dict:
     """Validate, store durably, and count: the shared tail of every ingest route.
 
-    A host-bound agent token (the auth middleware leaves the caller on `request.state`)
-    has its events for other hosts rejected one by one."""
-    state = request.app.state
-    principal = getattr(request.state, "principal", None)
+    A host-bound agent token (`principal`, admitted by the auth middleware) has its events
+    for other hosts rejected one by one."""
+    max_events = ingest.settings.max_batch_events
     try:
         if len(body) <= INLINE_BODY_BYTES:
-            decoded = _decode(body, content_type, state, principal)
+            decoded = _decode(body, content_type, max_events, principal)
         else:
-            decoded = await run_in_threadpool(_decode, body, content_type, state, principal)
+            decoded = await run_in_threadpool(_decode, body, content_type, max_events, principal)
     except service.BodyError as exc:
         raise HTTPException(exc.status, str(exc)) from None
     accepted = 0
@@ -58,7 +60,7 @@ async def store_events(request: Request, body: bytes, content_type: str) -> dict
         beats = [event for event in decoded.valid if service.is_beat(event)]
         rows = [event for event in decoded.valid if not service.is_beat(event)] if beats else decoded.valid
         try:
-            future = state.writer.submit(service.Pending(rows, datetime.now(UTC), beats))
+            future = ingest.writer.submit(service.Pending(rows, datetime.now(UTC), beats))
         except WriterBusy:
             raise HTTPException(503, "ingest queue is full; retry later", headers={"Retry-After": "1"}) from None
         try:
@@ -66,8 +68,8 @@ async def store_events(request: Request, body: bytes, content_type: str) -> dict
         except Exception:
             raise HTTPException(503, "the store could not commit this batch; retry", headers={"Retry-After": "5"}) from None
         if beats:
-            state.liveness.beat([beat["host"] for beat in beats], datetime.now(UTC))
-    state.metrics.observe_batch(len(decoded.valid), decoded.rejected, body, len(decoded.valid) - accepted)
+            ingest.liveness.beat([beat["host"] for beat in beats], datetime.now(UTC))
+    ingest.metrics.observe_batch(len(decoded.valid), decoded.rejected, body, len(decoded.valid) - accepted)
     return {
         "accepted": accepted,
         "duplicates": len(decoded.valid) - accepted,
@@ -75,24 +77,25 @@ async def store_events(request: Request, body: bytes, content_type: str) -> dict
     }
 
 
-def store_internal(state, generated: list[dict]) -> None:
+def store_internal(writer: GroupWriter, generated: list[dict]) -> None:
     """Store events the service itself generates (lost hosts), blocking until durable."""
-    state.writer.submit(service.Pending(service.validate_all(generated), datetime.now(UTC))).result(timeout=60)
+    writer.submit(service.Pending(service.validate_all(generated), datetime.now(UTC))).result(timeout=60)
 
 
 @router.post("/events", openapi_extra=INGEST_BODY, dependencies=[Depends(require("agent"))])
-async def post_events(request: Request) -> JSONResponse:
+async def post_events(request: Request, ingest: IngestDep) -> JSONResponse:
     """Store a batch: a JSON array, `{"events": [...]}`, or NDJSON. Valid events are kept even
     when others are rejected; a batch with nothing valid answers 422 with the reasons."""
-    body = await read_body(request, request.app.state.settings.max_body_bytes)
-    result = await store_events(request, body, request.headers.get("content-type", ""))
+    body = await read_body(request, ingest.settings.max_body_bytes)
+    principal = getattr(request.state, "principal", None)
+    result = await store_events(ingest, principal, body, request.headers.get("content-type", ""))
     status = 422 if result["rejected"] and not result["accepted"] and not result["duplicates"] else 200
     return JSONResponse(result, status_code=status)
 
 
 @router.get("/events", dependencies=[Depends(require("reader"))])
 def get_events(
-    request: Request,
+    engine: EngineDep,
     since: str | None = None,
     until: str | None = None,
     host: Annotated[list[str] | None, Query()] = None,
@@ -112,7 +115,7 @@ def get_events(
         job=job,
     )
     try:
-        with request.app.state.engine.connect() as conn:
+        with engine.connect() as conn:
             page, following = service.get_all(conn, flt=flt, limit=limit, cursor=cursor)
     except ValueError as exc:
         raise HTTPException(400, f"cursor: {exc}") from None

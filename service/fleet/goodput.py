@@ -60,7 +60,7 @@ def job_record(conn: Connection, *, job: str, since: datetime | None, until: dat
                now: datetime) -> tuple[JobRecord | None, list[str]]:
     """Everything measured about one job in the window, and the fallbacks taken."""
     start, end, notes = job_running_span(conn, job=job, now=now)
-    if start is None:
+    if start is None or end is None:
         return None, notes
     low, high = max(start, since) if since else start, min(end, until) if until else end
     if high <= low:

@@ -4,9 +4,10 @@
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query
 
 from faultgraph.service.auth.dependencies import require
+from faultgraph.service.deps import ClusterDep, EngineDep
 from faultgraph.service.fleet import goodput, service
 from faultgraph.service.fleet.models import STATES, UNITS
 from faultgraph.service.http import parse_time, split_list
@@ -32,7 +33,8 @@ def _window(since: str | None, until: str | None):
 
 @router.get("/components", dependencies=[Depends(require("reader"))])
 def list_components(
-    request: Request,
+    engine: EngineDep,
+    cluster: ClusterDep,
     state: Annotated[list[str] | None, Query()] = None,
     type: Annotated[list[str] | None, Query()] = None,
 ) -> dict:
@@ -41,14 +43,15 @@ def list_components(
     `state=faulty,drained,suspect`, `type=host` (comma-separated or repeated)."""
     states = _choices(state, STATES, "state")
     types = _choices(type, UNIT_TYPES, "type")
-    with request.app.state.engine.connect() as conn:
-        found = service.get_all(conn, topology=request.app.state.cluster.topology, states=states, types=types)
+    with engine.connect() as conn:
+        found = service.get_all(conn, topology=cluster.topology, states=states, types=types)
     return {"components": found, "next": None}
 
 
 @router.get("/components/history", dependencies=[Depends(require("reader"))])
 def component_history(
-    request: Request,
+    engine: EngineDep,
+    cluster: ClusterDep,
     component: Annotated[str | None, Query(max_length=512)] = None,
     serial: Annotated[str | None, Query(max_length=256)] = None,
 ) -> dict:
@@ -56,8 +59,8 @@ def component_history(
     (a GPU board) has been and the faults it carried along."""
     if (component is None) == (serial is None):
         raise HTTPException(400, "give exactly one of component= or serial=")
-    with request.app.state.engine.connect() as conn:
-        found = service.history(conn, topology=request.app.state.cluster.topology, component=component, serial=serial)
+    with engine.connect() as conn:
+        found = service.history(conn, topology=cluster.topology, component=component, serial=serial)
     if found is None:
         raise HTTPException(404, f"no recorded state for {'component ' + repr(component) if component else 'serial ' + repr(serial)}")
     return found
@@ -65,7 +68,8 @@ def component_history(
 
 @router.get("/stats/fleet", tags=["stats"], dependencies=[Depends(require("reader"))])
 def fleet_stats(
-    request: Request,
+    engine: EngineDep,
+    cluster: ClusterDep,
     since: str | None = None,
     until: str | None = None,
     type: Annotated[Literal[UNIT_TYPES] | None, Query()] = None,  # type: ignore[valid-type]
@@ -76,14 +80,14 @@ def fleet_stats(
     """Faults per 1,000 unit-days, MTTR (median, p90) overall and by cause, availability,
     and the repeat offenders (Poisson test against the fleet's rate), worst first."""
     low, high = _window(since, until)
-    with request.app.state.engine.connect() as conn:
-        return service.fleet_stats(conn, topology=request.app.state.cluster.topology, since=low, until=high,
+    with engine.connect() as conn:
+        return service.fleet_stats(conn, topology=cluster.topology, since=low, until=high,
                                    kind=type, unit=unit, fdr=fdr, offenders=offenders)
 
 
 @router.get("/stats/goodput", tags=["stats"], dependencies=[Depends(require("reader"))])
 def get_goodput(
-    request: Request,
+    engine: EngineDep,
     job: Annotated[str | None, Query(max_length=512)] = None,
     since: str | None = None,
     until: str | None = None,
@@ -91,7 +95,7 @@ def get_goodput(
     """Effective training time measured from the events: wall, productive, η, hours lost by
     bucket and by cause, and the first-order model's η at the measured settings beside it."""
     low, high = _window(since, until)
-    with request.app.state.engine.connect() as conn:
+    with engine.connect() as conn:
         found = goodput.goodput(conn, job=job, since=low, until=high, now=datetime.now(UTC))
     if found is None:
         raise HTTPException(404, f"job {job!r} has no running time in the window")

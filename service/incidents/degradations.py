@@ -66,7 +66,7 @@ def _job(conn: Connection, cluster: Cluster, job: str, placement: Placement) -> 
     for episode in found:
         match = next((row for row in unmatched if abs(store.from_db_time(row.start) - episode.onset) <= SAME), None)
         same_onset = match is not None and store.json_value(match.root_cause).get("onset_step") == episode.onset_step
-        if same_onset and store.json_value(match.root_cause).get("component"):
+        if match is not None and same_onset and store.json_value(match.root_cause).get("component"):
             verdict = None  # keep the stored verdict
         else:
             verdict = _verdict(conn, cluster, job, placement, samples, episode)
@@ -163,6 +163,7 @@ def _values(episode: Episode, verdict: Verdict | None, stored: sa.Row | None, jo
         values["cause"] = (confirmed or {}).get("cause") or verdict.cause
         values["category"] = (confirmed or {}).get("category") or verdict.category
     else:
+        assert stored is not None, "a stored verdict is kept only when a stored incident matched"
         root = dict(store.json_value(stored.root_cause))
         root |= {"baseline_ms": round(episode.baseline_ms, 1), "slow_ms": round(episode.slow_ms, 1)}
         values["root_cause"] = root

@@ -34,6 +34,7 @@ from faultgraph.service.events.models import events
 from faultgraph.service.incidents import degradations
 from faultgraph.service.incidents.models import engine_state, incident_events, incidents
 from faultgraph.service.leader import ENGINE_LOCK
+from faultgraph.service.loops import Loop
 
 log = logging.getLogger(__name__)
 
@@ -80,11 +81,11 @@ def _load_events(conn: Connection, low: datetime, high: datetime) -> list[dict]:
 
 def _overlapping(conn: Connection, low: datetime, high: datetime) -> list[sa.Row]:
     """Stored incidents whose span comes within GAP of [low, high]."""
-    return conn.execute(
+    return list(conn.execute(
         sa.select(incidents).where(incidents.c.start <= high + GAP, incidents.c.last >= low - GAP,
                                    incidents.c.type != "degradation")
         .order_by(incidents.c.number)
-    ).fetchall()
+    ).fetchall())
 
 
 def _values(draft: Draft, stored: sa.Row | None, topology_version: int | None) -> dict:
@@ -200,18 +201,19 @@ class IncidentRunner:
                  leading: Callable[[], bool] = lambda: True) -> None:
         self._engine = engine
         self._cluster = cluster
-        self._leading = leading
-        self._interval = interval
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
         self.last_duration = 0.0
         self.after_pass: Callable[[dict[str, int], float], None] = lambda result, seconds: None  # metrics, alerts
-        self._thread = threading.Thread(target=self._loop, name="faultgraph-engine", daemon=True)
-        self._thread.start()
+        # Under a sustained stream, rest as long as the pass took: the engine then takes at
+        # most half a core from ingest, and each pass covers more new events.
+        self._loop = Loop("engine", self.run_once, interval=interval, leading=leading,
+                          rest=lambda: min(self.last_duration, interval * 2)).start()
 
     def wake(self) -> None:
-        self._wake.set()
+        self._loop.wake()
+
+    def close(self) -> None:
+        self._loop.close()
 
     def run_once(self) -> dict[str, int]:
         """Analyse everything committed so far; callers wait for the pass to finish."""
@@ -221,24 +223,3 @@ class IncidentRunner:
             self.last_duration = time.perf_counter() - started
             self.after_pass(result, self.last_duration)
             return result
-
-    def close(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout=30)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(self._interval)
-            self._wake.clear()
-            if self._stop.is_set():
-                return
-            if not self._leading():
-                continue
-            try:
-                self.run_once()
-            except Exception:
-                log.exception("incident analysis pass failed; retrying on the next pass")
-            # Under a sustained stream, rest as long as the pass took: the engine then takes
-            # at most half a core from ingest, and each pass covers more new events.
-            self._stop.wait(min(self.last_duration, self._interval * 2))

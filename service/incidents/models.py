@@ -5,7 +5,7 @@ from typing import Literal
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from faultgraph.attribution.causes import CATEGORIES, CAUSE_CATEGORY
+from faultgraph.ingest.causes import CATEGORIES, CAUSE_CATEGORY
 from faultgraph.service.store import JSON, metadata
 
 incidents = sa.Table(

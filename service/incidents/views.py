@@ -3,12 +3,12 @@
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query
 from starlette.concurrency import run_in_threadpool
 
-from faultgraph.attribution.causes import CATEGORIES
-from faultgraph.service import audit
+from faultgraph.ingest.causes import CATEGORIES
 from faultgraph.service.auth.dependencies import require
+from faultgraph.service.deps import AuditDep, EngineDep, RunnerDep
 from faultgraph.service.http import parse_time
 from faultgraph.service.incidents import service
 from faultgraph.service.incidents.models import STATUSES, TYPES, IncidentPatch
@@ -18,7 +18,7 @@ router = APIRouter(prefix="/v1", tags=["incidents"])
 
 @router.get("/incidents", dependencies=[Depends(require("reader"))])
 def list_incidents(
-    request: Request,
+    engine: EngineDep,
     since: str | None = None,
     until: str | None = None,
     status: str | None = None,
@@ -37,7 +37,7 @@ def list_incidents(
     if type and not set(type.split(",")) <= set(TYPES):
         raise HTTPException(400, f"type: expected one or more of {', '.join(TYPES)}, comma-separated")
     try:
-        with request.app.state.engine.connect() as conn:
+        with engine.connect() as conn:
             page, following = service.get_all(
                 conn, since=parse_time(since, "since"), until=parse_time(until, "until"),
                 status=status, category=category, job=job, type=type, limit=limit, cursor=cursor,
@@ -48,8 +48,8 @@ def list_incidents(
 
 
 @router.get("/incidents/{incident_id}", dependencies=[Depends(require("reader"))])
-def get_incident(request: Request, incident_id: str) -> dict:
-    with request.app.state.engine.connect() as conn:
+def get_incident(engine: EngineDep, incident_id: str) -> dict:
+    with engine.connect() as conn:
         incident = service.get(conn, incident_id=incident_id)
     if incident is None:
         raise HTTPException(404, f"no incident {incident_id!r}")
@@ -57,27 +57,27 @@ def get_incident(request: Request, incident_id: str) -> dict:
 
 
 @router.get("/incidents/{incident_id}/timeline", dependencies=[Depends(require("reader"))])
-def get_timeline(request: Request, incident_id: str, limit: Annotated[int, Query(ge=1, le=100_000)] = 50_000) -> dict:
+def get_timeline(engine: EngineDep, incident_id: str, limit: Annotated[int, Query(ge=1, le=100_000)] = 50_000) -> dict:
     """The incident's member and evidence events in time order."""
-    with request.app.state.engine.connect() as conn:
+    with engine.connect() as conn:
         if service.get(conn, incident_id=incident_id) is None:
             raise HTTPException(404, f"no incident {incident_id!r}")
         return {"incident": incident_id, "events": service.timeline(conn, incident_id=incident_id, limit=limit)}
 
 
 @router.patch("/incidents/{incident_id}", dependencies=[Depends(require("admin"))])
-def patch_incident(request: Request, incident_id: str, patch: IncidentPatch) -> dict:
+def patch_incident(engine: EngineDep, trail: AuditDep, incident_id: str, patch: IncidentPatch) -> dict:
     """On-call confirms or overrides the root cause, sets the status, or adds a note."""
-    with request.app.state.engine.begin() as conn:
+    with engine.begin() as conn:
         incident = service.update(conn, incident_id=incident_id, patch=patch, now=datetime.now(UTC))
     if incident is None:
         raise HTTPException(404, f"no incident {incident_id!r}")
-    audit.record(request, action="incident.patch", target=incident_id, detail=patch.model_dump(exclude_unset=True, mode="json"))
+    trail.record(action="incident.patch", target=incident_id, detail=patch.model_dump(exclude_unset=True, mode="json"))
     return incident
 
 
 @router.post("/analyze", dependencies=[Depends(require("admin"))])
-async def analyze(request: Request) -> dict:
+async def analyze(runner: RunnerDep) -> dict:
     """Process everything received so far; answers when the pass is done. Any replica may
     run it: passes take turns on the database's engine lock, whichever replica leads."""
-    return await run_in_threadpool(request.app.state.runner.run_once)
+    return await run_in_threadpool(runner.run_once)

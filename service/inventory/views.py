@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from faultgraph.attribution.topology import TopologyError
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.auth.models import Principal
+from faultgraph.service.deps import ClusterDep, EngineDep, SettingsDep
 from faultgraph.service.http import read_body
 from faultgraph.service.inventory import flows
 from faultgraph.service.inventory.models import InventoryIn
@@ -20,15 +21,15 @@ INVENTORY_BODY = {"requestBody": {"required": True, "content": {"application/jso
 
 
 @router.post("", openapi_extra=INVENTORY_BODY)
-async def post_inventory(request: Request, principal: Annotated[Principal, Depends(require("agent"))]) -> dict:
+async def post_inventory(request: Request, principal: Annotated[Principal, Depends(require("agent"))],
+                         engine: EngineDep, cluster: ClusterDep, settings: SettingsDep) -> dict:
     """Store a host's tool outputs; a new topology version is stored only when they change
     the graph (`changed`, `changes` say what), else the current version is answered.
 
     The body may hold a whole fabric's `ibnetdiscover` dump, so its limit is the topology's
     (`FAULTGRAPH_MAX_TOPOLOGY_BYTES`), checked before it is read.
     """
-    state = request.app.state
-    body = await read_body(request, state.settings.max_topology_bytes)
+    body = await read_body(request, settings.max_topology_bytes)
     try:
         inventory = InventoryIn.model_validate_json(body)
     except ValidationError as exc:
@@ -37,6 +38,6 @@ async def post_inventory(request: Request, principal: Annotated[Principal, Depen
     if principal.host_pattern and not fnmatchcase(inventory.host, principal.host_pattern):
         raise HTTPException(403, f"this token may post only for hosts matching {principal.host_pattern!r}")
     try:
-        return await run_in_threadpool(flows.ingest, state.engine, state.cluster, inventory)
+        return await run_in_threadpool(flows.ingest, engine, cluster, inventory)
     except TopologyError as exc:
         raise HTTPException(422, f"the inventory would make an invalid graph: {exc}") from None

@@ -35,7 +35,7 @@ def to_row(job: JobIn, *, registered: datetime, topology_version: int | None) ->
     }
 
 
-def placement_of(row: Mapping[str, Any]) -> Placement:
+def placement_of(row: Mapping[str, Any] | sa.RowMapping) -> Placement:
     """The placement a stored row describes (it was valid when stored)."""
     return Placement.from_job({key: row[key] for key in PLACEMENT_FIELDS if row[key] is not None})
 

@@ -7,12 +7,14 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query
 from fastapi.responses import JSONResponse
+from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
 
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.cluster import Cluster
+from faultgraph.service.deps import ClusterDep, EngineDep
 from faultgraph.service.jobs import service
 from faultgraph.service.jobs.models import JobIn, JobState
 
@@ -22,14 +24,13 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 _SHOWN = 5
 
 
-def _register(request: Request, job: JobIn) -> tuple[dict, bool]:
-    cluster: Cluster = request.app.state.cluster
+def _register(engine: Engine, cluster: Cluster, job: JobIn) -> tuple[dict, bool]:
     row = service.to_row(job, registered=datetime.now(UTC), topology_version=cluster.version)
     try:
         placement = service.placement_of(row)  # from the row as stored: it must reload
     except ValueError as exc:
         raise HTTPException(422, f"placement: {exc}") from None
-    with request.app.state.engine.begin() as conn:
+    with engine.begin() as conn:
         created = service.create(conn, row=row)
         stored = service.get(conn, job_id=job.id)
     assert stored is not None  # created just above, in the same transaction
@@ -47,23 +48,23 @@ def _register(request: Request, job: JobIn) -> tuple[dict, bool]:
 
 
 @router.post("", status_code=201, dependencies=[Depends(require("agent"))])
-async def post_job(request: Request, job: JobIn) -> JSONResponse:
+async def post_job(engine: EngineDep, cluster: ClusterDep, job: JobIn) -> JSONResponse:
     """Register a job and where its ranks run (201; 200 when it replaces a registration
     of the same id). A placement that does not add up is refused with 422 naming why."""
-    answer, created = await run_in_threadpool(_register, request, job)
+    answer, created = await run_in_threadpool(_register, engine, cluster, job)
     return JSONResponse(answer, status_code=201 if created else 200)
 
 
 @router.get("", dependencies=[Depends(require("reader"))])
 def get_jobs(
-    request: Request,
+    engine: EngineDep,
     state: JobState | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: str | None = None,
 ) -> dict:
     """Jobs, newest start first, one page at a time (`next` is the following cursor)."""
     try:
-        with request.app.state.engine.connect() as conn:
+        with engine.connect() as conn:
             page, following = service.get_all(conn, limit=limit, cursor=cursor, state=state)
     except ValueError as exc:
         raise HTTPException(400, f"cursor: {exc}") from None
@@ -71,11 +72,10 @@ def get_jobs(
 
 
 @router.get("/{job_id:path}", dependencies=[Depends(require("reader"))])
-def get_job(request: Request, job_id: str, footprint: bool = False) -> dict:
+def get_job(engine: EngineDep, cluster: ClusterDep, job_id: str, footprint: bool = False) -> dict:
     """One job: state, hosts, world size, parallel layout and communicator groups; with
     `?footprint=true` also how many components and links its traffic can cross."""
-    cluster: Cluster = request.app.state.cluster
-    with request.app.state.engine.connect() as conn:
+    with engine.connect() as conn:
         row = service.get(conn, job_id=job_id)
     placement = cluster.placement(job_id)
     if row is None or placement is None:

@@ -8,6 +8,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from faultgraph.service.auth.dependencies import require
+from faultgraph.service.deps import IngestDep
 from faultgraph.service.events.service import BodyError
 from faultgraph.service.events.views import store_events
 from faultgraph.service.http import read_body, request_body
@@ -30,10 +31,10 @@ def _parse(body: bytes, content_type: str, query: dict[str, str | None], max_lin
 
 
 @router.post("/logs", openapi_extra=LOGS_BODY, dependencies=[Depends(require("agent"))])
-async def post_logs(request: Request) -> JSONResponse:
+async def post_logs(request: Request, ingest: IngestDep) -> JSONResponse:
     """Parse raw lines of one host: `{"host", "source", "lines", "job"?}`, or text with
     `?host=&source=`. Lines matching no rule are counted, not stored."""
-    settings = request.app.state.settings
+    settings = ingest.settings
     body = await read_body(request, settings.max_body_bytes)
     query = {name: request.query_params.get(name) for name in ("host", "source", "job", "batch")}
     content_type = request.headers.get("content-type", "")
@@ -47,7 +48,7 @@ async def post_logs(request: Request) -> JSONResponse:
     body, line_of, rejected = service.encode(parsed)
     stored: dict[str, Any] = {"accepted": 0, "duplicates": 0, "rejected": []}
     if line_of:
-        stored = await store_events(request, body, "application/json")
+        stored = await store_events(ingest, getattr(request.state, "principal", None), body, "application/json")
     rejected += [{**entry, "index": line_of[entry["index"]]} for entry in stored["rejected"]]
     rejected.sort(key=lambda entry: entry["index"])
     result = {

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -36,6 +35,7 @@ from faultgraph.service.events.service import format_time
 from faultgraph.service.fleet import service as fleet_service
 from faultgraph.service.fleet.service import host_of
 from faultgraph.service.incidents.models import incidents
+from faultgraph.service.loops import Loop
 from faultgraph.service.remediation import service
 from faultgraph.service.remediation.actuators import ActionFailed, Actuator
 from faultgraph.service.remediation.models import RemediationConfig
@@ -207,40 +207,6 @@ def actuators_for(config: RemediationConfig) -> list[Actuator]:
     return [made[name]() for name in config.actuators]
 
 
-class Loop:
-    """Remediation's own thread: a pass when woken after an engine pass, and at least every
-    `every` otherwise (so a tolerance window that expires without new events still acts),
-    never two passes closer than `every` — scontrol or an API call never hold up the engine."""
-
-    def __init__(self, remediator: Remediator, *, every: timedelta, leading: Callable[[], bool]) -> None:
-        self.remediator, self.every, self.leading = remediator, every, leading
-        self._wake, self._stop = threading.Event(), threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="faultgraph-remediation", daemon=True)
-        self._thread.start()
-
-    def wake(self) -> None:
-        self._wake.set()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout=60)
-
-    def _loop(self) -> None:
-        period = self.every.total_seconds()
-        while not self._stop.is_set():
-            self._wake.wait(period or 1.0)
-            self._wake.clear()
-            if self._stop.is_set():
-                return
-            if self.leading():
-                try:
-                    self.remediator.run_pass(datetime.now(UTC))
-                except Exception:  # a failed pass must not end the loop; the next one retries
-                    log.exception("remediation pass failed")
-            self._stop.wait(period)
-
-
 def for_app(state, config: RemediationConfig, *, leading: Callable[[], bool]) -> Loop | None:
     """The app's remediation loop, None when no actuator is opted into (the default)."""
     if not config.enabled:
@@ -248,4 +214,9 @@ def for_app(state, config: RemediationConfig, *, leading: Callable[[], bool]) ->
     remediator = Remediator(state.engine, config, actuators=actuators_for(config),
                             keep=service.writer_store(state.writer), topology=lambda: state.cluster.topology,
                             count=lambda action, outcome: state.metrics.remediations.labels(action, outcome).inc())
-    return Loop(remediator, every=timedelta(seconds=config.every_s), leading=leading)
+    # A pass when woken after an engine pass, and at least every `every_s` otherwise (so a
+    # tolerance window that expires without new events still acts), never two passes closer
+    # than `every_s`: scontrol or an API call never hold up the engine.
+    every = config.every_s
+    return Loop("remediation", lambda: remediator.run_pass(datetime.now(UTC)), interval=every or 1.0,
+                leading=leading, rest=lambda: every).start()

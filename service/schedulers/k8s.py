@@ -20,6 +20,7 @@ another pod) posts `job_restart`.
 """
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -159,6 +160,19 @@ class Tracker:
             self.pods[slot.job][uid] = slot
             self.changed[slot.job] = self.clock()
 
+    def resync(self, pods: Iterable[Mapping[str, Any]]) -> None:
+        """The full list of pods as a fresh list call answers it: pods not in it are gone
+        (their DELETED events may have been missed while no watch was open)."""
+        present = set()
+        for pod in pods:
+            meta = pod.get("metadata") or {}
+            present.add(meta.get("uid", meta.get("name", "")))
+            self.observe("ADDED", pod)
+        for workload, slots in list(self.pods.items()):
+            for uid in [uid for uid in slots if uid not in present]:
+                del slots[uid]
+                self.changed[workload] = self.clock()
+
     def sync(self, *, now: datetime | None = None, force: bool = False) -> list[str]:
         """Register every workload whose pods settled and whose placement or restart
         count differs from what was posted; answer the job ids posted."""
@@ -196,9 +210,16 @@ class Tracker:
 
 def watch(tracker: Tracker, *, namespace: str | None = None, label_selector: str | None = None,
           sync_every_s: float = 1.0, stop: Callable[[], bool] = lambda: False) -> None:
-    """Follow pods with the official client (in-cluster config, else ~/.kube/config) until `stop()`."""
+    """Follow pods with the official client (in-cluster config, else ~/.kube/config) until `stop()`.
+
+    As an informer does: list the pods (the tracker forgets those gone), then watch from the
+    list's resourceVersion; when the watch fails (410 Gone after a compaction, the API server
+    away) list again. A job's pods settle while the stream is quiet, so a thread syncs every
+    `sync_every_s` (the tracker under one lock with the stream)."""
     from kubernetes import client, config
     from kubernetes import watch as k8s_watch
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
 
     try:
         config.load_incluster_config()
@@ -206,11 +227,34 @@ def watch(tracker: Tracker, *, namespace: str | None = None, label_selector: str
         config.load_kube_config()
     core, api = client.CoreV1Api(), client.ApiClient()
     lister = (lambda **kw: core.list_namespaced_pod(namespace, **kw)) if namespace else core.list_pod_for_all_namespaces
-    while not stop():
-        stream = k8s_watch.Watch()
-        for event in stream.stream(lister, label_selector=label_selector, timeout_seconds=int(max(1, sync_every_s * 30))):
-            tracker.observe(event["type"], api.sanitize_for_serialization(event["object"]))
+    lock, finished = threading.Lock(), threading.Event()
+
+    def sync_while_quiet() -> None:
+        while not finished.wait(sync_every_s):
+            with lock:
+                tracker.sync()
+
+    syncer = threading.Thread(target=sync_while_quiet, name="k8s-sync", daemon=True)
+    syncer.start()
+    try:
+        while not stop():
+            try:
+                listed = lister(label_selector=label_selector)
+                with lock:
+                    tracker.resync(api.sanitize_for_serialization(pod) for pod in listed.items)
+                version = listed.metadata.resource_version if listed.metadata else None  # None: the watch starts by sending every pod as ADDED
+                stream = k8s_watch.Watch()
+                for event in stream.stream(lister, label_selector=label_selector, resource_version=version,
+                                           timeout_seconds=int(max(1, sync_every_s * 30))):
+                    with lock:
+                        tracker.observe(event["type"], api.sanitize_for_serialization(event["object"]))
+                    if stop():
+                        break
+            except (ApiException, HTTPError, OSError) as exc:
+                log.warning("k8s: the pod watch ended (%s); listing the pods again", getattr(exc, "status", None) or exc)
+                time.sleep(sync_every_s)
+    finally:
+        finished.set()
+        syncer.join()
+        with lock:
             tracker.sync()
-            if stop():
-                break
-        tracker.sync()

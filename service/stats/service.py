@@ -24,13 +24,14 @@ import math
 import statistics
 from collections.abc import Callable
 from datetime import datetime
+from typing import Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from faultgraph.attribution.checkpoint import economics, goodput_exact, simulate_goodput
 from faultgraph.attribution.ledger import ledger
-from faultgraph.attribution.reliability import between_failures, mtbf, unit_mtbf
+from faultgraph.attribution.reliability import BetweenFailures, between_failures, mtbf, unit_mtbf
 from faultgraph.attribution.topology import COMPONENT_TYPES, Topology
 from faultgraph.service import store
 from faultgraph.service.events.models import event_rollups, events
@@ -155,7 +156,7 @@ def units_of(kind: str, topology: Topology | None) -> int | None:
     return counts.get(kind, 0)
 
 
-def _failure_times(found: list[dict]) -> dict:
+def _failure_times(found: list[dict]) -> BetweenFailures:
     return between_failures([item["failed_at"] for item in found])
 
 
@@ -343,7 +344,7 @@ def checkpoint(
     mtbf_hours: float,
     interval_minutes: float | None,
     simulate: int | None = None,
-    distribution: str = "exponential",
+    distribution: Literal["exponential", "weibull"] = "exponential",
     shape: float = 1.0,
     seed: int | None = None,
 ) -> dict:

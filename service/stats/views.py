@@ -3,9 +3,10 @@
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query
 
 from faultgraph.service.auth.dependencies import require
+from faultgraph.service.deps import ClusterDep, EngineDep
 from faultgraph.service.http import parse_time
 from faultgraph.service.stats import service
 from faultgraph.service.stats.service import UNIT_TYPES
@@ -24,7 +25,8 @@ def _window(since: str | None, until: str | None) -> tuple[datetime | None, date
 
 @router.get("/mtbf", dependencies=[Depends(require("reader"))])
 def get_mtbf(
-    request: Request,
+    engine: EngineDep,
+    cluster: ClusterDep,
     since: str | None = None,
     until: str | None = None,
     scope: Annotated[str, Query(max_length=512)] = "cluster",
@@ -35,11 +37,11 @@ def get_mtbf(
     low, high = _window(since, until)
     if project_to is not None and scope not in UNIT_TYPES:
         raise HTTPException(400, f"project_to: applies to a component type scope ({', '.join(UNIT_TYPES)})")
-    with request.app.state.engine.connect() as conn:
+    with engine.connect() as conn:
         if scope == "cluster":
             return service.cluster_mtbf(conn, since=low, until=high, include_planned=include_planned)
         if scope in UNIT_TYPES:
-            return service.type_mtbf(conn, kind=scope, topology=request.app.state.cluster.topology, since=low,
+            return service.type_mtbf(conn, kind=scope, topology=cluster.topology, since=low,
                                      until=high, include_planned=include_planned, project_to=project_to)
         job = scope.removeprefix("job:")
         if not service.job_known(conn, job=job):
@@ -51,20 +53,20 @@ def get_mtbf(
 
 @router.get("/causes", dependencies=[Depends(require("reader"))])
 def get_causes(
-    request: Request,
+    engine: EngineDep,
     since: str | None = None,
     until: str | None = None,
     job: Annotated[str | None, Query(max_length=512)] = None,
 ) -> dict:
     """The interruption ledger: count, share and GPU-hours lost per category and cause."""
     low, high = _window(since, until)
-    with request.app.state.engine.connect() as conn:
+    with engine.connect() as conn:
         return service.causes(conn, since=low, until=high, job=job)
 
 
 @router.get("/checkpoint", dependencies=[Depends(require("reader"))])
 def get_checkpoint(
-    request: Request,
+    engine: EngineDep,
     save_minutes: Minutes = None,
     restart_minutes: Annotated[float | None, Query(ge=0, le=1e7, allow_inf_nan=False)] = None,
     mtbf_hours: Annotated[float | None, Query(gt=0, le=1e7, allow_inf_nan=False)] = None,
@@ -77,7 +79,7 @@ def get_checkpoint(
     """Young's and Daly's intervals and the goodput at the interval in use; inputs not given
     are measured from the stored events; `simulate=N` adds a Monte Carlo check."""
     try:
-        with request.app.state.engine.connect() as conn:
+        with engine.connect() as conn:
             values, sources = service.checkpoint_inputs(
                 conn, save_minutes=save_minutes, restart_minutes=restart_minutes, mtbf_hours=mtbf_hours,
                 distribution=distribution, shape=shape)

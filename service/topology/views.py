@@ -10,10 +10,11 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from faultgraph.attribution import racks
 from faultgraph.attribution.topology import TopologyError
-from faultgraph.service import audit
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.cluster import Cluster
+from faultgraph.service.deps import AuditDep, ClusterDep, EngineDep, SettingsDep
 from faultgraph.service.events import service as events_service
 from faultgraph.service.events.models import events
 from faultgraph.service.http import read_body
@@ -52,27 +53,27 @@ def _replace(cluster: Cluster, engine: sa.Engine, body: bytes) -> dict:
 
 
 @router.put("", openapi_extra=TOPOLOGY_BODY, dependencies=[Depends(require("admin"))])
-async def put_topology(request: Request) -> JSONResponse:
+async def put_topology(request: Request, engine: EngineDep, cluster: ClusterDep, settings: SettingsDep,
+                       trail: AuditDep) -> JSONResponse:
     """Replace the cluster graph; the answer names the new version and its counts. An
     invalid graph is refused (422) with every problem named (first few offenders each)."""
-    state = request.app.state
-    body = await read_body(request, state.settings.max_topology_bytes)
+    body = await read_body(request, settings.max_topology_bytes)
     try:
-        stored = await run_in_threadpool(_replace, state.cluster, state.engine, body)
+        stored = await run_in_threadpool(_replace, cluster, engine, body)
     except TopologyError as exc:
         return JSONResponse({"detail": str(exc), "problems": exc.problems}, status_code=422)
     except ValueError as exc:
         raise HTTPException(400, str(exc)) from None
-    await run_in_threadpool(audit.record, request, action="topology.replace", target=f"version {stored['version']}",
+    await run_in_threadpool(trail.record, action="topology.replace", target=f"version {stored['version']}",
                             detail={name: value for name, value in stored.items() if name != "version"})
     return JSONResponse(stored)
 
 
 @router.get("", dependencies=[Depends(require("reader"))])
-def get_topology(request: Request, version: Annotated[int | None, Query(ge=1)] = None) -> Response:
+def get_topology(engine: EngineDep, version: Annotated[int | None, Query(ge=1)] = None) -> Response:
     """The current graph (or `?version=`), with `version` and `created` beside
     `components` and `links`; a body that can be PUT back as is."""
-    with request.app.state.engine.connect() as conn:
+    with engine.connect() as conn:
         row = service.get(conn, version=version)
     if row is None:
         raise HTTPException(404, "no topology uploaded yet" if version is None else f"no topology version {version}")
@@ -80,24 +81,34 @@ def get_topology(request: Request, version: Annotated[int | None, Query(ge=1)] =
 
 
 @router.get("/versions", dependencies=[Depends(require("reader"))])
-def get_versions(request: Request) -> dict:
+def get_versions(engine: EngineDep) -> dict:
     """Every stored version's counts, newest first (bodies stay in the store); a version an
     agent's inventory made says what it changed (`changes`)."""
-    with request.app.state.engine.connect() as conn:
+    with engine.connect() as conn:
         versions = service.get_all(conn)
         changes = inventory_service.changes_by_version(conn)
     return {"versions": [{**v, **({"changes": changes[v["version"]]} if v["version"] in changes else {})} for v in versions]}
 
 
+@router.get("/racks", dependencies=[Depends(require("reader"))])
+def get_racks(cluster: ClusterDep) -> dict:
+    """The current graph's racks (GB200 NVL72) with their compute trays, switch trays and
+    chips, in tray order: what the UI's rack lanes need without the whole graph."""
+    graph = cluster.graph
+    if graph.topology is None:
+        raise HTTPException(404, "no topology uploaded yet")
+    return {"topology_version": graph.version, "racks": racks.layout(graph.topology)}
+
+
 @router.get("/components/{component:path}", dependencies=[Depends(require("reader"))])
 def get_component(
-    request: Request,
+    engine: EngineDep,
+    cluster: ClusterDep,
     component: str,
     events_limit: Annotated[int, Query(alias="events", ge=0, le=1000)] = 50,
 ) -> dict:
     """One component or link of the current graph (aliases such as `node0042/mlx5_2` or a
     PCI address accepted): its neighbours, links, other names, and its latest events."""
-    cluster: Cluster = request.app.state.cluster
     graph = cluster.graph
     if graph.topology is None:
         raise HTTPException(404, f"unknown component {component!r}: no topology uploaded yet")
@@ -118,11 +129,11 @@ def get_component(
             "aliases": graph.resolver.aliases(canonical),
         }
     found["topology_version"] = graph.version
-    found["events"] = _latest_events(request, canonical, events_limit)
+    found["events"] = _latest_events(engine, canonical, events_limit)
     return found
 
 
-def _latest_events(request: Request, component: str, limit: int) -> list[dict]:
+def _latest_events(engine: sa.Engine, component: str, limit: int) -> list[dict]:
     """The component's (and its parts') most recent events, newest first."""
     if limit == 0:
         return []
@@ -133,5 +144,5 @@ def _latest_events(request: Request, component: str, limit: int) -> list[dict]:
         .order_by(events.c.time.desc(), events.c.id.desc())
         .limit(limit)
     )
-    with request.app.state.engine.connect() as conn:
+    with engine.connect() as conn:
         return [events_service.row_to_event(row) for row in conn.execute(query)]

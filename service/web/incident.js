@@ -141,6 +141,15 @@ async function lifecycle(incident, members) {
   }
 }
 
+// The cluster's GB200 NVL72 racks for the timeline's rack lanes; none without a topology.
+async function rackLayout() {
+  try {
+    return rackIndex((await api("/v1/topology/racks")).racks);
+  } catch (_) {
+    return null;  // no topology (404) or an older server: host lanes as before
+  }
+}
+
 async function main() {
   header("incidents");
   if (!incidentId) { notAvailable(document.getElementById("headline"), "Incident", new Error("no ?id= in the address")); return; }
@@ -161,13 +170,14 @@ async function main() {
   try {
     events = (await api(`/v1/incidents/${encodeURIComponent(incidentId)}/timeline`)).events;
     events = events.concat(await lifecycle(incident, events));
+    const racks = await rackLayout();
     const detail = document.getElementById("event-detail");
     const started = performance.now();
     const lanes = drawTimeline(document.getElementById("timeline"), events, incident, (e) => {
       detail.classList.remove("muted");
       detail.replaceChildren(el("strong", { text: `${fmtTime(e.time)} · ${e.kind} · ${e.component || e.host}` }),
         e.rank !== null && e.rank !== undefined ? ` · rank ${e.rank}` : "", el("pre", { text: `${e.message || ""}\n${JSON.stringify(e.attrs || {}, null, 1)}` }));
-    });
+    }, racks);
     document.getElementById("timeline").dataset.lanes = String(lanes.length);
     document.getElementById("timeline").dataset.drawMs = String(Math.round(performance.now() - started));
   } catch (error) {

@@ -4,6 +4,8 @@
 // per component, hosts with hardware events get a lane each (up to MAX_HOST_LANES), and every
 // other event goes into one density lane, a histogram over time. A lane holding more than
 // MAX_MARKS events is drawn as density too, so the SVG stays a few thousand nodes at most.
+// On GB200 NVL72 racks (racks.js, load it before this file) a rack takes the place of a host:
+// one lane per rack, and the blamed rack opened to its 18 compute trays and 9 switch trays.
 "use strict";
 
 const SYMPTOM_KINDS = new Set(["nccl_timeout", "nccl_error", "host_heartbeat", "train_anomaly"]);
@@ -26,10 +28,13 @@ function hostsOf(component) {
   return component.split("~").map((end) => end.split("/")[0]);
 }
 
-// Decide the lanes: [{key, label, kind: "component"|"host"|"job"|"aggregate", root, events}].
-function planLanes(events, incident) {
+// Decide the lanes: [{key, label, kind: "component"|"host"|"rack"|"tray"|"job"|"aggregate", root, events}].
+// With a rack index (racks.js), events of a rack's trays go on rack lanes; the blamed rack is
+// open (a lane per tray) unless `toggled` names it, other racks are closed unless it does.
+function planLanes(events, incident, racks = null, toggled = new Set()) {
   const root = incident.root_cause || {};
-  const rootComponent = root.component || null;
+  const blamed = blamedPart(racks, root.component);
+  const rootComponent = blamed ? null : root.component || null;  // a rack part's lane is its rack's
   const rootHosts = new Set(hostsOf(rootComponent));
   const rootEnds = new Set(rootComponent ? rootComponent.split("~") : []);
   const evidence = new Set(root.evidence || []);
@@ -46,13 +51,19 @@ function planLanes(events, incident) {
   const ranked = [];
   const seen = new Set();
   const consider = (host) => { if (!rootHosts.has(host) && !seen.has(host)) { seen.add(host); ranked.push(host); } };
-  for (const e of events) if (evidence.has(e.id)) consider(e.host);
-  for (const e of events) if (eventClass(e) === "hw") consider(e.host);
+  const placed = new Map(events.map((e) => [e, eventClass(e) === "life" ? null : rackPlace(racks, e.component, e.host)]));
+  for (const e of events) if (evidence.has(e.id) && !placed.get(e)) consider(e.host);
+  for (const e of events) if (eventClass(e) === "hw" && !placed.get(e)) consider(e.host);
   const ownLane = new Set(ranked.slice(0, MAX_HOST_LANES));
   if (rootComponent) lane(`c:${rootComponent}`, rootComponent, "component", true);
   const aggregateHosts = new Set();
+  const rackEvents = new Map();
   for (const e of events) {
-    if (rootComponent && inRootLane(e)) {
+    if (placed.get(e)) {
+      const rack = placed.get(e).rack;
+      if (!rackEvents.has(rack)) rackEvents.set(rack, []);
+      rackEvents.get(rack).push(e);
+    } else if (rootComponent && inRootLane(e)) {
       lane(`c:${rootComponent}`, rootComponent, "component", true).events.push(e);
     } else if (eventClass(e) === "life") {
       lane("job", incident.job ? `job ${incident.job}` : "lifecycle", "job").events.push(e);
@@ -66,14 +77,45 @@ function planLanes(events, incident) {
       lane("aggregate", "", "aggregate").events.push(e);
     }
   }
+  const blocks = rackBlocks(rackEvents, placed, racks, blamed, evidence, toggled, (e) => {
+    aggregateHosts.add(e.host);
+    lane("aggregate", "", "aggregate").events.push(e);
+  });
   const aggregate = lanes.get("aggregate");
   if (aggregate) {
     aggregate.label = `${aggregateHosts.size.toLocaleString("en-US")} other hosts`;
     aggregate.hosts = aggregateHosts.size;
   }
   const order = { component: 0, host: 1, aggregate: 2, job: 3 };
-  return [...lanes.values()].sort((a, b) => (b.root - a.root) || (order[a.kind] - order[b.kind])
+  const sorted = [...lanes.values()].sort((a, b) => (b.root - a.root) || (order[a.kind] - order[b.kind])
     || a.label.localeCompare(b.label, "en", { numeric: true }));
+  const tail = sorted.filter((l) => l.kind === "aggregate" || l.kind === "job");
+  const [first, ...rest] = blocks;
+  const rootBlock = blamed && first ? first : [];
+  return [...rootBlock, ...sorted.filter((l) => !tail.includes(l)), ...(blamed ? rest : blocks).flat(), ...tail];
+}
+
+// Rack lanes, one block per rack: its lane, then (when open) a lane per compute and switch
+// tray. The blamed rack first, then racks with evidence or hardware events, up to
+// MAX_HOST_LANES racks; the others' events go to `overflow`.
+function rackBlocks(rackEvents, placed, racks, blamed, evidence, toggled, overflow) {
+  const weight = (rack) => (blamed?.rack === rack ? 0
+    : rackEvents.get(rack).some((e) => evidence.has(e.id)) ? 1 : rackEvents.get(rack).some((e) => eventClass(e) === "hw") ? 2 : 3);
+  const ranked = [...rackEvents.keys()].sort((a, b) => (weight(a) - weight(b)) || a.localeCompare(b, "en", { numeric: true }));
+  for (const rack of ranked.slice(MAX_HOST_LANES)) rackEvents.get(rack).forEach(overflow);
+  return ranked.slice(0, MAX_HOST_LANES).map((id) => {
+    const rack = racks.racks.get(id);
+    const isRoot = blamed?.rack === id;
+    const open = isRoot !== toggled.has(id);
+    const all = rackEvents.get(id);
+    const label = `${open ? "▾" : "▸"} ${id} · ${isRoot ? blamed.text : `${rack.computeTrays} compute + ${rack.switchTrays} switch trays`}`;
+    const head = { key: `r:${id}`, label, kind: "rack", rack: id, open, root: isRoot, part: isRoot ? blamed.text : null,
+      events: open ? all.filter((e) => !placed.get(e).tray) : all };
+    if (!open) return [head];
+    const trays = rack.trays.map((tray) => ({ key: `t:${id}:${tray.key}`, label: tray.label, kind: "tray", rack: id, tray: tray.key,
+      root: isRoot && blamed.tray === tray, events: all.filter((e) => placed.get(e).tray === tray) }));
+    return [head, ...trays];
+  });
 }
 
 function markShape(event, x, y, isEvidence) {
@@ -105,9 +147,11 @@ function densityBars(laneEvents, x, t0, t1, top, height, colour) {
   return bars;
 }
 
-// Draw into `container`; `onSelect(event)` is called when a mark is clicked.
-function drawTimeline(container, events, incident, onSelect) {
-  const lanes = planLanes(events, incident);
+// Draw into `container`; `onSelect(event)` is called when a mark is clicked. `racks` (a
+// rackIndex) groups the lanes of GB200 NVL72 racks; clicking a rack's label opens or closes it.
+function drawTimeline(container, events, incident, onSelect, racks = null, toggled = new Set()) {
+  const lanes = planLanes(events, incident, racks, toggled);
+  container.dataset.lanes = String(lanes.length);
   const evidence = new Set(incident.root_cause?.evidence || []);
   const times = events.map((e) => Date.parse(e.time));
   const hang = incident.interruption?.start ? Date.parse(incident.interruption.start) : null;
@@ -118,7 +162,7 @@ function drawTimeline(container, events, incident, onSelect) {
   let t1 = times.reduce((a, b) => Math.max(a, b));
   const pad = Math.max((t1 - t0) * 0.04, 5000);
   t0 -= pad; t1 += pad;
-  const labelWidth = 230;
+  const labelWidth = Math.min(440, Math.max(230, 24 + 7.3 * Math.max(...lanes.map((l) => l.label.length))));
   const laneHeight = 24;
   const axisHeight = 28;
   const width = Math.max(640, container.clientWidth || 960);
@@ -133,11 +177,19 @@ function drawTimeline(container, events, incident, onSelect) {
   lanes.forEach((lane, index) => {
     const top = axisHeight + index * laneHeight;
     const mid = top + laneHeight / 2;
-    const group = svg("g", { class: `lane ${lane.kind}${lane.root ? " root" : ""}`, "data-lane": lane.key });
+    const group = svg("g", { class: `lane ${lane.kind}${lane.root ? " root" : ""}${lane.open ? " open" : ""}`, "data-lane": lane.key,
+      "data-rack": lane.rack, "data-tray": lane.tray });
     group.append(svg("rect", { x: 0, y: top, width, height: laneHeight, class: lane.root ? "lane-bg root" : index % 2 ? "lane-bg odd" : "lane-bg" }));
     const label = lane.kind === "aggregate" ? `${lane.label} · ${lane.events.length.toLocaleString("en-US")} events` : lane.label;
-    group.append(svg("text", { x: 8, y: mid + 4, class: `lane-label${lane.root ? " root" : ""}` },
-      lane.root ? `★ ${label}` : label, title(label)));
+    const text = svg("text", { x: lane.kind === "tray" ? 24 : 8, y: mid + 4, class: `lane-label${lane.root ? " root" : ""}` },
+      lane.root ? `★ ${label}` : label, title(lane.kind === "rack" ? `${label} (click to ${lane.open ? "close" : "open"} its trays)` : label));
+    if (lane.kind === "rack") {
+      text.addEventListener("click", () => {
+        if (toggled.has(lane.rack)) toggled.delete(lane.rack); else toggled.add(lane.rack);
+        drawTimeline(container, events, incident, onSelect, racks, toggled);
+      });
+    }
+    group.append(text);
     if (lane.kind === "aggregate" || lane.events.length > MAX_MARKS) {
       group.append(...densityBars(lane.events, x, t0, t1, top, laneHeight, lane.kind === "aggregate" ? "#74c0fc" : "#ffa94d"));
     } else {

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from conftest import free_port, peak_rss_mib, start_server  # noqa: E402
 
-from faultgraph.attribution.simulate import storm  # noqa: E402
 from faultgraph.ingest.parse import parse_line  # noqa: E402
+from faultgraph.simulate.scenarios import storm  # noqa: E402
 
 BARE_APP = """
 import orjson

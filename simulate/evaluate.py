@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import orjson
 
-from faultgraph.attribution.simulate import Scenario
 from faultgraph.ingest.parse import parse_line
+from faultgraph.simulate.scenarios import Scenario
 
 # An incident answers a fault when it is of the fault's job and its interruption began
 # this close to the moment the fault broke the job (or to the fault's first trace).

@@ -28,9 +28,9 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from faultgraph.attribution import simulate as sim
-from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.generators import rail_optimized
+from faultgraph.ingest.causes import category_of
+from faultgraph.simulate import scenarios as sim
 
 # New mechanisms → (SPEC §6 cause, action kind). A host that vanished without a word is
 # blamed on the host as a whole (`chassis`: board, power or firmware; SPEC has no finer row).

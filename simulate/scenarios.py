@@ -36,10 +36,10 @@ from typing import Any
 
 import orjson
 
-from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.generators import rail_optimized
 from faultgraph.attribution.placement import Placement
 from faultgraph.attribution.topology import link_id
+from faultgraph.ingest.causes import category_of
 
 # Fault mechanisms → (SPEC §6 cause, SPEC §5 action kind); the category follows the cause.
 OUTCOMES: dict[str, tuple[str, str]] = {
@@ -156,16 +156,16 @@ class _Job:
     run_step: int
     free_at: datetime
     pid_base: int
-    runs: list[tuple[datetime, datetime | None, int]] = field(default_factory=list)
+    runs: list[tuple[datetime, datetime, int]] = field(default_factory=list)
 
     @property
     def id(self) -> str:
-        return self.body["id"]
+        return str(self.body["id"])
 
     @property
     def head(self) -> str:
         """Where the launcher runs (rank 0's host), the host job events are posted for."""
-        return self.body["hosts"][0]
+        return str(self.body["hosts"][0])
 
     def seq(self, t: datetime) -> int:
         """The default group's collective sequence number at `t` (new processes count
@@ -297,10 +297,11 @@ class _Builder:
              expect: dict[str, Any] | None) -> None:
         """A ProcessGroupNCCL line as torchrun relays it (`[rankN]:` + glog header)."""
         tid = job.pid_base + job.placement.slots[rank].gpu + 180
-        stamp = t + self.skew.get(job.placement.host_of(rank), timedelta(0))
+        host = job.placement.slots[rank].host
+        stamp = t + self.skew.get(host, timedelta(0))
         # glog does not pad the month: 7 February is E207 (SPEC §8)
         line = f"[rank{rank}]:[E{stamp.month}{stamp:%d %H:%M:%S.%f} {tid} {where}] {_PG.format(rank=rank)} {text}"
-        self.log(t, job.placement.host_of(rank), "train", line, expect)
+        self.log(t, host, "train", line, expect)
 
     def nccl(self, t: datetime, job: _Job, rank: int, where: str, text: str,
              expect: dict[str, Any] | None, level: str = "WARN") -> None:
@@ -312,7 +313,7 @@ class _Builder:
 
     def records(self) -> list[dict[str, Any]]:
         """The records in time order, each given its time and every event its id."""
-        out = []
+        out: list[dict[str, Any]] = []
         for n, (t, _, record) in enumerate(sorted(self.items, key=lambda item: (item[0], item[1]))):
             stamp = iso(t)
             if record["type"] == "event":
@@ -323,7 +324,7 @@ class _Builder:
                 # a line stamped by its host's clock says so (`clock_s`, seconds ahead)
                 skew = self.skew.get(record["host"])
                 stamped = record["source"] != "train" or _GLOG_STAMP.search(record["line"][:40])
-                extra = {"clock_s": skew.total_seconds()} if skew and stamped else {}
+                extra: dict[str, Any] = {"clock_s": skew.total_seconds()} if skew and stamped else {}
                 out.append({"type": "log", "time": stamp, **record, **extra})
         return out
 
@@ -593,7 +594,7 @@ def _leaf_switch_down(b: _Builder, job: _Job, t: datetime) -> _Hit:
     for rank in rail_ranks:
         peers = _ring_peers(placement, rank)
         if peers and b.rng.random() < 0.5:
-            ip = b.hosts[placement.host_of(b.rng.choice(peers))].nic_ip[rail]
+            ip = b.hosts[placement.slots[b.rng.choice(peers)].host].nic_ip[rail]
             _peer_errors(b, job, rank, ip, b.after(t, 7, 15))
         else:
             _async_failure(b, job, rank, b.after(t, 7, 15), _REMOTE_ERROR)
@@ -815,7 +816,7 @@ def _run_records(b: _Builder, job: _Job, end: datetime) -> None:
     """Per run: `checkpoint_save` events every interval, as the trainer posts them, and
     Megatron's progress line every five minutes from the last rank (a job-level train_step)."""
     last = job.placement.world_size - 1
-    host = job.placement.host_of(last)
+    host = job.placement.slots[last].host
     every = timedelta(minutes=5)
     for start, stop, step0 in [*job.runs, (job.run_start, end, job.run_step)]:
         at = start + job.checkpoint_every

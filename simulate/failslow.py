@@ -29,10 +29,10 @@ from datetime import UTC, datetime, timedelta
 from statistics import median
 from typing import Any
 
-from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.generators import rail_optimized
-from faultgraph.attribution.simulate import Scenario, iso
 from faultgraph.attribution.topology import link_id
+from faultgraph.ingest.causes import category_of
+from faultgraph.simulate.scenarios import Scenario, iso
 
 FAMILIES = ("gpu_throttle_reported", "gpu_throttle_silent", "slow_host", "pcie_degraded", "flaky_nic",
             "decoy_capped_gpu", "healthy")

@@ -1,7 +1,7 @@
 """GB200 NVL72 fault families for the simulator (`faultgraph simulate --layout gb200-nvl72`).
 
 Racks of 18 compute trays, two jobs per rack (9 trays each, 36 GPUs), written with the same
-record formats and helpers as `simulate.py` (kernel lines under a syslog header, PyTorch
+record formats and helpers as `scenarios.py` (kernel lines under a syslog header, PyTorch
 watchdog lines, ground truth per interrupted job). Families:
 
 - `nvl72_nvswitch_chip`: an NVSwitch chip in a switch tray fails. Its switch tray's NVOS
@@ -18,7 +18,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from faultgraph.attribution.causes import category_of
 from faultgraph.attribution.generators import (
     NVL72_CHIPS_PER_SWITCH_TRAY,
     NVL72_TRAYS,
@@ -26,7 +25,8 @@ from faultgraph.attribution.generators import (
     nvl72_switch_tray,
 )
 from faultgraph.attribution.placement import Placement
-from faultgraph.attribution.simulate import (
+from faultgraph.ingest.causes import category_of
+from faultgraph.simulate.scenarios import (
     _SXID_FATAL,
     DEFAULT_START,
     Scenario,
@@ -131,7 +131,7 @@ def _tray_nvlink(b: _Builder, job: _Job, t: datetime) -> _Hit:
     return _Hit(f"{host}/gpu{gpu}", end)
 
 
-# Background noise as simulate.py draws it, less PCIe AER: a compute tray's GPUs hang off
+# Background noise as scenarios.py draws it, less PCIe AER: a compute tray's GPUs hang off
 # Grace over NVLink-C2C, with no PCIe switch port to report it.
 _NOISE_KINDS = (("edac", 0.25), ("sbe", 0.3), ("symbol", 0.3), ("gpu_warm", 0.15))
 
