@@ -1,4 +1,10 @@
-"""Test fixtures: a real `faultgraph serve` process on loopback over a real database.
+"""Test fixtures: the service over a real database, in this process or as its own process.
+
+Route tests talk to the app in this process (`server`, `client`: the same `create_app` and
+lifespan as `faultgraph serve` on loopback, with its store, writer and background loops,
+requests through Starlette's TestClient). Where the process boundary is what is tested (a
+crash, TLS, replicas, an agent or a CLI talking HTTP to the service) `start_server` runs
+`faultgraph serve` as its own process on loopback; `live_server` is one per test module.
 
 The backend is chosen by FAULTGRAPH_TEST_DB: unset or `duckdb` gives each test a fresh DuckDB
 file; `postgresql` (the server on 127.0.0.1:5432 as user postgres) or a full
@@ -19,6 +25,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 
 REFERENCE_DATA = Path(__file__).resolve().parent / "data" / "reference"  # sources in its README
 
@@ -63,7 +71,7 @@ def start_server(db_url: str, *, env: dict[str, str] | None = None, args: tuple[
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90  # a loaded 2-core machine imports the stack slowly
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited: {process.stdout.read().decode(errors='replace')}")
@@ -73,7 +81,45 @@ def start_server(db_url: str, *, env: dict[str, str] | None = None, args: tuple[
         except httpx.TransportError:
             time.sleep(0.1)
     process.kill()
-    raise RuntimeError("server did not become healthy in 30 s")
+    raise RuntimeError("server did not become healthy in 90 s")
+
+
+@dataclass
+class InProcessServer:
+    """The service app running in this process, and a client bound to it (no socket)."""
+
+    db_url: str
+    app: FastAPI
+    client: TestClient
+    _env: pytest.MonkeyPatch
+
+    def stop(self) -> None:
+        """Run the app's shutdown (writer drained, loops stopped, store closed)."""
+        try:
+            self.client.__exit__(None, None, None)
+        finally:
+            self._env.undo()
+
+
+def serve_in_process(db_url: str, *, env: dict[str, str] | None = None) -> InProcessServer:
+    """What `faultgraph serve --db db_url` on 127.0.0.1 runs, in this process: the settings
+    read from the environment plus `env` (kept set until `stop`, as the service reads some
+    when it starts its loops), the app's lifespan started. Errors come back as the 500 a
+    real server would send, not raised into the test."""
+    from faultgraph.service.app import create_app
+    from faultgraph.service.config import Settings
+
+    patch = pytest.MonkeyPatch()
+    for name, value in (env or {}).items():
+        patch.setenv(name, value)
+    try:
+        app = create_app(Settings(db_url=db_url), open_without_tokens=True)
+        client = TestClient(app, raise_server_exceptions=False)
+        client.__enter__()
+    except BaseException:
+        patch.undo()
+        raise
+    return InProcessServer(db_url, app, client, patch)
 
 
 DEFAULT_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -137,21 +183,33 @@ def db_url(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def server(db_url: str) -> Iterator[Server]:
-    srv = start_server(db_url)
+def server(db_url: str) -> Iterator[InProcessServer]:
+    """The service in this process over a fresh store."""
+    srv = serve_in_process(db_url)
     yield srv
     srv.stop()
 
 
 @pytest.fixture
-def client(server: Server) -> httpx.Client:
+def client(server: InProcessServer) -> TestClient:
     return server.client
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`faultgraph serve` as its own process over a fresh store, one for the whole module:
+    for tests whose subject talks HTTP to it from outside (an agent, a CLI, a raw socket)."""
+    stores = empty_store(tmp_path_factory.mktemp("live"), "faultgraph")
+    srv = start_server(next(stores))
+    yield srv
+    srv.stop()
+    stores.close()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Markers from what a test needs, so `-m "not browser"` and the like select by need:
     `browser` (Debian's chromium), `slurm` (a real slurmctld + slurmd), `postgres` (a
-    shared PostgreSQL store)."""
+    shared PostgreSQL store). `slow` is put on the tests themselves (tests/README.md)."""
     for item in items:
         needs = set(getattr(item, "fixturenames", ()))
         if needs & {"page", "browser"}:

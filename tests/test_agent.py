@@ -412,7 +412,9 @@ def pci(i: int) -> str:
     return f"0000:{i >> 8:02x}:{i & 255:02x}"
 
 
-def wait_for(server: Server, count: int, timeout: float = 20) -> list[str]:
+def wait_for(server: Server, count: int, timeout: float = 60) -> list[str]:
+    """The stored PCIs once `count` have arrived, or what has by `timeout` (a deadline for a
+    loaded machine, not a speed check: the agent restarts import the whole CLI)."""
     deadline = time.monotonic() + timeout
     while True:
         found = stored_pcis(server)
@@ -427,6 +429,7 @@ def append(log: Path, lines: range) -> None:
             f.write(xid_line(i) + "an ordinary line between\n")
 
 
+@pytest.mark.slow
 def test_every_line_arrives_once_through_rotation_truncation_kill_and_outage(
         tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     port = free_port()
@@ -470,7 +473,7 @@ def test_every_line_arrives_once_through_rotation_truncation_kill_and_outage(
         append(log, range(540, 700))
         time.sleep(2)
         server = start_server(db_url)
-        found = wait_for(server, 700, timeout=40)
+        found = wait_for(server, 700, timeout=90)
         stored_beats = server.client.get("/v1/events", params={"host": "node0001", "kind": "host_heartbeat"}).json()
     finally:
         agent.send_signal(signal.SIGTERM)

@@ -10,7 +10,7 @@ from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import start_server
+from conftest import serve_in_process
 from test_incidents_api import T0, gpu_falls_off, iso
 
 from faultgraph.service.alerts import AlertConfig, changes, parse_target
@@ -83,7 +83,7 @@ def alerting_env(receiver: Receiver) -> dict[str, str]:
 def test_open_change_resolve_with_retry_dedup_and_restart(db_url, receiver):
     receiver.fail["/json"] = 2  # the generic hook is down for two attempts
     receiver.gates["/slack"] = threading.Event()  # Slack hangs until released
-    server = start_server(db_url, env=alerting_env(receiver))
+    server = serve_in_process(db_url, env=alerting_env(receiver))
     try:
         client = server.client
         storm = [e for e in gpu_falls_off() if e["kind"] != "job_restart"]
@@ -135,7 +135,7 @@ def test_open_change_resolve_with_retry_dedup_and_restart(db_url, receiver):
     assert [b["event"] for b in receiver.bodies("/json")] == ["incident.opened", "incident.root_cause_changed", "incident.resolved"]
 
     # a restart on the same store pages nobody again
-    server = start_server(db_url, env=alerting_env(receiver))
+    server = serve_in_process(db_url, env=alerting_env(receiver))
     try:
         server.client.post("/v1/events", json=more + [{"time": iso(T0 + timedelta(minutes=2)), "host": "node0042",
                                                       "kind": "gpu_ecc", "attrs": {"type": "sbe", "count": 2}}])

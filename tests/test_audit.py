@@ -4,7 +4,7 @@ is stored as an `audit` event that readers read like any other and nobody can po
 import getpass
 
 import pytest
-from conftest import start_server
+from conftest import serve_in_process
 from test_auth import bearer, cli, create_token
 from test_incidents_api import gpu_falls_off
 
@@ -20,7 +20,7 @@ def admin_server(db_url):
     with engine.begin() as conn:
         made = {role: tokens.create(conn, role=role, name=f"on-call-{role}")[0] for role in ("admin", "reader", "agent")}
     engine.dispose()
-    srv = start_server(db_url)
+    srv = serve_in_process(db_url)
     yield srv, made
     srv.stop()
 
@@ -78,7 +78,7 @@ def test_the_cli_records_its_token_changes_with_the_local_user(db_url):
     rotated = cli("token", "rotate", token, "--overlap", "1h", "--db", db_url)
     assert rotated.exit_code == 0, rotated.stderr
     assert cli("token", "revoke", token, "--db", db_url).exit_code == 0
-    srv = start_server(db_url)
+    srv = serve_in_process(db_url)
     try:
         # revoked inside its overlap window: a revocation ends it at once
         assert srv.client.get("/v1/events", headers=bearer(token)).status_code == 401

@@ -1,4 +1,5 @@
-"""Tokens and roles (SPEC §9), expiry and rotation (§10) against a real `faultgraph serve` process."""
+"""Tokens and roles (SPEC §9), expiry and rotation (§10): the app in this process, and a real
+`faultgraph serve` process for the module's secured server (its store is held by another process)."""
 
 import time
 from datetime import UTC, datetime, timedelta
@@ -6,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import sqlalchemy as sa
 from click.testing import Result
-from conftest import start_server
+from conftest import serve_in_process, start_server
 from typer.testing import CliRunner
 
 from faultgraph.service import store
@@ -20,9 +21,9 @@ OPEN_PATHS = {"/healthz"}  # liveness probes carry no token; everything else dec
 ANY_CALLER_POSTS = {"/v1/diagnose"}  # SPEC §5: reader or agent; stores nothing
 
 
-def cli(*args: str) -> Result:
+def cli(*args: str, env: dict[str, str] | None = None) -> Result:
     """The `faultgraph` command in-process (stdout and stderr apart, as a shell sees them)."""
-    return CliRunner().invoke(app, list(args))
+    return CliRunner().invoke(app, list(args), env=env)
 
 
 def create_token(db_url: str, *args: str) -> str:
@@ -209,7 +210,7 @@ def test_loopback_without_tokens_is_open_until_the_first_token(server):
 def test_revoking_every_token_does_not_reopen_the_server(db_url):
     token = create_token(db_url, "--role", "admin")
     cli("token", "revoke", "--db", db_url, token)
-    srv = start_server(db_url)
+    srv = serve_in_process(db_url)
     try:
         assert srv.client.get("/v1/events").status_code == 401
     finally:
@@ -253,7 +254,7 @@ def test_an_expired_token_gets_the_same_401_as_a_wrong_one(tmp_path):
         old, _ = tokens.create(conn, role="reader", expires_in=timedelta(days=1), now=FIXED)  # expired 2026-01-02
         live, _ = tokens.create(conn, role="reader")
     engine.dispose()
-    other = start_server(f"duckdb:///{tmp_path / 'expiry.duckdb'}")
+    other = serve_in_process(f"duckdb:///{tmp_path / 'expiry.duckdb'}")
     try:
         expired = other.client.get("/v1/events", headers=bearer(old))
         wrong = other.client.get("/v1/events", headers=bearer(live[:-3] + "abc"))

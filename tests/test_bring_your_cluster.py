@@ -4,28 +4,30 @@ right job and GPU with no manual step. (The agent's `--inventory` step is
 tests/test_inventory.py; `k8s watch` is tests/test_k8s.py; a real Slurm running the hook
 is tests/test_slurm.py.)"""
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
+from click.testing import Result
 from conftest import Server
+from typer.testing import CliRunner
+
+from faultgraph.service.cli import app
 
 DATA = Path(__file__).parent / "data" / "discover"
-CLI = [sys.executable, "-m", "faultgraph.service.cli"]
 # A real PyTorch watchdog line (tests/test_parsers.py names its source).
 WATCHDOG = ("[rank9]:[E ProcessGroupNCCL.cpp:1414] [PG 0 Rank 9] Process group watchdog thread terminated "
             "with exception: NCCL error: remote process exited or there was a network error, NCCL version 2.20.5")
 
 
-def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    done = subprocess.run([*CLI, *args], capture_output=True, text=True, check=False, timeout=120, env={**os.environ, **(env or {})})
-    assert done.returncode == 0, done.stderr
+def run(*args: str, env: dict | None = None) -> Result:
+    """A `faultgraph` command as typed, run in this process (its HTTP calls go to the server process)."""
+    done = CliRunner().invoke(app, list(args), env=env)
+    assert done.exit_code == 0, done.stderr
     return done
 
 
-def test_discover_upload_prolog_then_ranks_resolve(tmp_path: Path, server: Server) -> None:
+def test_discover_upload_prolog_then_ranks_resolve(tmp_path: Path, live_server: Server) -> None:
+    server = live_server
     dump = tmp_path / "dump"
     for host in ("a08-p1-dgx-04-c01", "a08-p1-dgx-04-c02"):  # two hosts the real fabric dump names
         (dump / host).mkdir(parents=True)

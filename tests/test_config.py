@@ -1,11 +1,11 @@
 """Settings: one class for every FAULTGRAPH_* variable, flags over environment, clear errors."""
 
-import subprocess
-import sys
 
 import pytest
+from typer.testing import CliRunner
 
 from faultgraph.service import client, store
+from faultgraph.service.cli import app
 from faultgraph.service.config import ClientSettings, Settings, settings_table
 from faultgraph.service.remediation.models import RemediationConfig
 
@@ -24,9 +24,8 @@ def test_a_malformed_variable_is_named(monkeypatch):
     monkeypatch.setenv("FAULTGRAPH_MAX_BATCH_EVENTS", "lots")
     with pytest.raises(ValueError, match="FAULTGRAPH_MAX_BATCH_EVENTS"):
         Settings()
-    cli = subprocess.run([sys.executable, "-m", "faultgraph.service.cli", "serve", "--port", "1"],
-                         capture_output=True, text=True, timeout=60)
-    assert cli.returncode == 2 and "invalid setting: FAULTGRAPH_MAX_BATCH_EVENTS" in cli.stderr, cli.stderr
+    cli = CliRunner().invoke(app, ["serve", "--port", "1"])
+    assert cli.exit_code == 2 and "invalid setting: FAULTGRAPH_MAX_BATCH_EVENTS" in cli.stderr, cli.stderr
 
 
 def test_every_setting_is_documented():

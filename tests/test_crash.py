@@ -5,6 +5,7 @@ import threading
 import time
 
 import httpx
+import pytest
 from conftest import start_server, stored_ids
 
 BATCH = 250
@@ -16,6 +17,7 @@ def batch_of(ids: list[str]) -> list[dict]:
              "attrs": {"device": "mlx5_0", "count": i}} for i, event_id in enumerate(ids)]
 
 
+@pytest.mark.slow
 def test_sigkill_mid_ingest_loses_no_acknowledged_event(db_url):
     srv = start_server(db_url)
     lock = threading.Lock()

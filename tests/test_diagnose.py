@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import Server, start_server
+from conftest import InProcessServer, serve_in_process
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_auth import bearer, cli
@@ -190,7 +190,7 @@ def secured(tmp_path_factory):
     with engine.begin() as conn:
         made = {role: tokens.create(conn, role=role, name=f"test-{role}")[0] for role in ("agent", "reader", "admin")}
     engine.dispose()
-    srv: Server = start_server(db_url, env={"FAULTGRAPH_MAX_BATCH_EVENTS": "1000"})
+    srv: InProcessServer = serve_in_process(db_url, env={"FAULTGRAPH_MAX_BATCH_EVENTS": "1000"})
     yield srv, made
     srv.stop()
 
@@ -238,7 +238,7 @@ def test_command_prints_the_same_answer_without_a_server(tmp_path):
     human = cli("diagnose", str(log))
     assert human.exit_code == 0 and "node23" in human.stdout and "Missing:" in human.stdout
     assert "NCCL WARN Cuda failure 1 'invalid argument'" in human.stdout
-    missing = cli("diagnose", str(tmp_path / "nope.log"))
+    missing = cli("diagnose", str(tmp_path / "nope.log"), env={"COLUMNS": "300"})  # the path unwrapped
     assert missing.exit_code == 2 and "nope.log" in missing.output
 
 

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import orjson
 import pytest
+from typer.testing import CliRunner
 
 from faultgraph.attribution.topology import Topology
 from faultgraph.ingest.discover import fabric as ib
 from faultgraph.ingest.discover import tools
 from faultgraph.ingest.discover.build import Graph, HostInputs, add_host, add_racks, discover
+from faultgraph.service.cli import app
 
 DATA = Path(__file__).parent / "data" / "discover"
 
@@ -141,12 +143,12 @@ def test_discover_builds_a_graph_the_service_accepts(dump: Path) -> None:
 
 def test_cli_prints_the_graph_and_names_problems_on_stderr(dump: Path) -> None:
     (dump / "fabric" / "ibnetdiscover.txt").unlink()
-    done = subprocess.run([sys.executable, "-m", "faultgraph.service.cli", "topology", "discover", str(dump)],
-                          capture_output=True, check=False, timeout=120)
-    assert done.returncode == 0, done.stderr
+    done = CliRunner().invoke(app, ["topology", "discover", str(dump)])
+    assert done.exit_code == 0, done.stderr
     body = orjson.loads(done.stdout)
     assert {"coyote2", "dev-canyon1", "a08-p1-dgx-04-c01"} <= {c["id"] for c in body["components"]}
-    assert b"missing fabric/ibnetdiscover.txt" in done.stderr
+    assert "missing fabric/ibnetdiscover.txt" in done.stderr
+
 
 
 def test_topo_matrix_of_a_4_gpu_box_from_a_driver_without_nic_legend() -> None:

@@ -227,6 +227,7 @@ def test_restart_is_recommended_when_cheaper_than_running_short(cluster):
     assert large["cheaper"] == "evict" and large["inputs"]["rolled_back_minutes"] == 15 and len(large["assumptions"]) == 3
 
 
+@pytest.mark.slow
 def test_a_week_of_benign_noise_on_2048_hosts_opens_nothing():
     """Correctable errors, row remaps pending a reset, link flaps ridden out, thermal
     warnings, agent restarts, hung-task warnings at realistic rates, on skewed clocks."""

@@ -1,10 +1,14 @@
-"""End to end: a simulated scenario with every fault type, replayed over HTTP into a real
-server, must come back as one incident per fault with the right root."""
+"""End to end: a simulated scenario with every fault type, replayed through the service's HTTP
+API (the app in this process, a real store), must come back as one incident per fault with
+the right root."""
+
+import pytest
 
 from faultgraph.simulate import evaluate
 from faultgraph.simulate.scenarios import MECHANISMS, scenario_set
 
 
+@pytest.mark.slow
 def test_every_fault_type_is_attributed_through_the_service(server):
     scenario = scenario_set(40, seed=5, hosts=64)
     assert {fault["mechanism"] for fault in scenario.truth} == set(MECHANISMS)
@@ -20,6 +24,7 @@ def test_every_fault_type_is_attributed_through_the_service(server):
     assert total["decoy_blamed"] == 0
 
 
+@pytest.mark.slow
 def test_the_harder_families_are_attributed_through_the_service(server):
     """Postmortem families (software crash, dataloader deadlock, dead agent, AER on a NIC)
     and the classic ones, on skewed clocks in a spring month with benign noise around them."""

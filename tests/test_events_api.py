@@ -1,10 +1,11 @@
-"""The event timeline over HTTP: a real server process, a real DuckDB file."""
+"""The event timeline over HTTP, on a real DuckDB file: the app in this process, a real server
+process where a crash or the server's own output is what is tested."""
 
 import json
 
 import orjson
 import pytest
-from conftest import start_server, stored_ids
+from conftest import serve_in_process, start_server, stored_ids
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -170,7 +171,7 @@ def test_malformed_bodies_get_a_4xx_naming_the_problem(client, body, status, wor
 
 
 def test_too_large_body_is_413(db_url):
-    srv = start_server(db_url, env={"FAULTGRAPH_MAX_BODY_BYTES": "2000", "FAULTGRAPH_MAX_BATCH_EVENTS": "5"})
+    srv = serve_in_process(db_url, env={"FAULTGRAPH_MAX_BODY_BYTES": "2000", "FAULTGRAPH_MAX_BATCH_EVENTS": "5"})
     try:
         big = srv.client.post("/v1/events", json=[event(message="x" * 3000)])
         assert big.status_code == 413 and "limit" in big.json()["detail"]
@@ -206,6 +207,7 @@ def test_paging_and_filters(client):
     assert client.get("/v1/events", params={"limit": 0}).status_code == 422
 
 
+@pytest.mark.slow
 def test_restart_keeps_every_acknowledged_event(db_url):
     srv = start_server(db_url)
     acknowledged = 0
@@ -214,7 +216,7 @@ def test_restart_keeps_every_acknowledged_event(db_url):
                   "attrs": {"device": "mlx5_0", "count": i}} for i in range(start, start + 500)]
         acknowledged += srv.client.post("/v1/events", json=batch).json()["accepted"]
     srv.stop(kill=True)
-    srv = start_server(db_url)
+    srv = serve_in_process(db_url)  # the store must reopen with every acknowledged event
     try:
         ids = stored_ids(srv.client)
         assert acknowledged == 5000 and sorted(ids) == sorted(f"r{i}" for i in range(5000))
@@ -267,7 +269,7 @@ def test_ok_heartbeats_are_host_state_and_only_transitions_are_events(db_url):
         found = srv.client.get("/v1/events", params={"kind": "host_heartbeat"}).json()["events"]
         return [(e["host"], e["attrs"]["state"], bool(e["attrs"].get("back"))) for e in found]
 
-    srv = start_server(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"})
+    srv = serve_in_process(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"})
     try:
         nic = {"time": T0, "host": "node0001", "kind": "nic_error", "attrs": {"count": 1}}
         answer = srv.client.post("/v1/events", json=[beat("node0001", skew=5.0), beat("node0002"), nic])
@@ -295,19 +297,22 @@ def test_ok_heartbeats_are_host_state_and_only_transitions_are_events(db_url):
     assert seen["node0002"].last_seen > seen["node0001"].last_seen
 
 
-def test_a_client_gone_mid_body_is_one_line_not_a_traceback(server):
+def test_a_client_gone_mid_body_is_one_line_not_a_traceback(db_url):
     """A post whose sender disconnects before the body is complete stores nothing and is
-    not logged as a server error."""
+    not logged as a server error (the server's own output, so its own process)."""
     import socket
     import time
 
-    host, port = server.url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port))) as sock:
-        sock.sendall(b"POST /v1/events HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-                     b"content-length: 100000\r\n\r\n[{\"time\": \"2026-11-29T08:00:00Z\", ")
+    server = start_server(db_url)
+    try:
+        host, port = server.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as sock:
+            sock.sendall(b"POST /v1/events HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                         b"content-length: 100000\r\n\r\n[{\"time\": \"2026-11-29T08:00:00Z\", ")
+            time.sleep(0.5)
         time.sleep(0.5)
-    time.sleep(0.5)
-    assert server.client.get("/v1/events").json()["events"] == []
-    server.stop()
+        assert server.client.get("/v1/events").json()["events"] == []
+    finally:
+        server.stop()
     output = server.process.stdout.read().decode(errors="replace")
     assert "Traceback" not in output and "ERROR" not in output, output[-2000:]

@@ -1,12 +1,15 @@
-"""Fail-slow end to end: simulated slow jobs replayed into a real server become one
+"""Fail-slow end to end: simulated slow jobs replayed into the service (in this process, a real store) become one
 degradation incident each with the right culprit; healthy jobs none; loss spikes roll back."""
 
 from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from faultgraph.attribution import stragglers
 from faultgraph.simulate import evaluate, failslow
 
 
+@pytest.mark.slow
 def test_every_family_through_the_service(server):
     scenario = failslow.scenario_set(1, seed=11, minutes=60)
     sent = evaluate.replay(server.client, scenario)

@@ -1,4 +1,5 @@
-"""Incidents over HTTP: a storm of symptoms becomes one incident with the right root."""
+"""Incidents over HTTP (the app in this process, a real DuckDB file): a storm of symptoms becomes
+one incident with the right root."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -110,11 +111,11 @@ def _comparable(client) -> list[tuple]:
 
 
 def test_replay_equals_live(db_url, tmp_path):
-    from conftest import start_server
+    from conftest import serve_in_process
 
     stream = gpu_falls_off("job-a", "node0042") + gpu_falls_off("job-b", "node0103", at=T0 + timedelta(minutes=1), first=100)
     stream.sort(key=lambda e: e["time"])
-    live = start_server(db_url)
+    live = serve_in_process(db_url)
     try:
         for start in range(0, len(stream), 17):  # as it happens: small batches, the engine between them
             live.client.post("/v1/events", json=stream[start:start + 17])
@@ -122,7 +123,7 @@ def test_replay_equals_live(db_url, tmp_path):
         live_view = _comparable(live.client)
     finally:
         live.stop()
-    replay = start_server(f"duckdb:///{tmp_path / 'replay.duckdb'}")
+    replay = serve_in_process(f"duckdb:///{tmp_path / 'replay.duckdb'}")
     try:
         replay.client.post("/v1/events", json=list(reversed(stream)))  # all at once, in reverse
         replay.client.post("/v1/analyze")
@@ -135,9 +136,9 @@ def test_replay_equals_live(db_url, tmp_path):
 def test_a_host_whose_agent_goes_quiet_is_marked_lost(db_url):
     import time
 
-    from conftest import start_server
+    from conftest import serve_in_process
 
-    srv = start_server(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"})
+    srv = serve_in_process(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"})
     try:
         now = datetime.now(UTC)
         beat = [{"time": iso(now), "host": host, "kind": "host_heartbeat", "attrs": {"state": "ok"}} for host in ("node0001", "node0002")]
@@ -317,12 +318,12 @@ def test_the_demo_ends_with_no_incident_that_did_not_happen(db_url):
     for good when the replay ends; the lost heartbeat the service then stores is no incident."""
     import time
 
-    from conftest import start_server
+    from conftest import serve_in_process
 
     from faultgraph.service import demo
     from faultgraph.simulate import evaluate
 
-    srv = start_server(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"})
+    srv = serve_in_process(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"})
     try:
         scenario = demo.scenario(16, now=datetime.now(UTC))
         evaluate.replay(srv.client, scenario)

@@ -4,7 +4,7 @@ a host's tool outputs change the graph, and `/v1/topology/versions` saying what 
 from pathlib import Path
 
 import pytest
-from conftest import Server, start_server
+from conftest import InProcessServer, Server, serve_in_process
 
 from faultgraph.attribution.generators import rail_optimized
 from faultgraph.ingest.agent import inventory as agent_inventory
@@ -23,7 +23,7 @@ def files(**replace: str) -> dict[str, str]:
     return {"nvidia-smi-topo-m.txt": (DATA / "h800-nvidia-smi-topo-m.txt").read_text(), "nvidia-smi-q.txt": smi}
 
 
-def test_versions_only_when_something_changed(server: Server) -> None:
+def test_versions_only_when_something_changed(server: InProcessServer) -> None:
     client = server.client
     assert client.put("/v1/topology", json=rail_optimized(2, hosts_per_su=2)).status_code == 200
     first = client.post("/v1/inventory", json={"host": HOST, "files": files()})
@@ -46,7 +46,7 @@ def test_versions_only_when_something_changed(server: Server) -> None:
     assert "changes" not in versions[1]  # an admin's upload
 
 
-def test_a_cable_moved_in_the_fabric_dump_shows_as_links(server: Server) -> None:
+def test_a_cable_moved_in_the_fabric_dump_shows_as_links(server: InProcessServer) -> None:
     client = server.client
     dump = (DATA / "ibnetdiscover-topograph.txt").read_text()
     host = "a08-p1-dgx-04-c01"  # named by its HCA description (mlx5_5) in the real dump
@@ -69,22 +69,23 @@ def test_a_cable_moved_in_the_fabric_dump_shows_as_links(server: Server) -> None
     ({"host": HOST, "files": {}}, 422),
     ({"files": {"ibstat.txt": "x"}}, 422),
 ])
-def test_bad_inventories_are_refused_by_name(server: Server, body: dict, status: int) -> None:
+def test_bad_inventories_are_refused_by_name(server: InProcessServer, body: dict, status: int) -> None:
     answer = server.client.post("/v1/inventory", json=body)
     assert answer.status_code == status and "not an inventory" in answer.json()["detail"]
 
 
-def test_a_body_that_is_not_json_is_a_4xx(server: Server) -> None:
+def test_a_body_that_is_not_json_is_a_4xx(server: InProcessServer) -> None:
     answer = server.client.post("/v1/inventory", content=b"{not json", headers={"content-type": "application/json"})
     assert answer.status_code == 422 and "not an inventory" in answer.json()["detail"]
 
 
-def test_an_unreadable_file_is_named_and_the_rest_used(server: Server) -> None:
+def test_an_unreadable_file_is_named_and_the_rest_used(server: InProcessServer) -> None:
     answer = server.client.post("/v1/inventory", json={"host": HOST, "files": {**files(), "ibstat.txt": "garbage"}}).json()
     assert answer["changed"] and any("ibstat.txt" in p for p in answer["problems"])
 
 
-def test_the_agent_collects_what_runs_and_posts_only_changes(server: Server) -> None:
+def test_the_agent_collects_what_runs_and_posts_only_changes(live_server: Server) -> None:
+    """The agent's reporter posting over HTTP to a server process."""
     outputs = {"nvidia-smi": (DATA / "h800-nvidia-smi-topo-m.txt").read_text(),
                "ibstat": (DATA / "mooncake-ibstat.txt").read_text()}
 
@@ -93,7 +94,7 @@ def test_the_agent_collects_what_runs_and_posts_only_changes(server: Server) -> 
 
     commands = {"nvidia-smi-topo-m.txt": ("nvidia-smi", "topo", "-m"), "ibstat.txt": ("ibstat",),
                 "lspci.txt": ("lspci", "-D")}
-    reporter = agent_inventory.InventoryReporter(server.url, HOST, commands=commands, runner=runner)
+    reporter = agent_inventory.InventoryReporter(live_server.url, HOST, commands=commands, runner=runner)
     first = reporter.report_once()
     assert first["changed"] and f"{HOST}/nic1" in first["changes"]["components_added"]
     assert reporter.report_once() is None  # same outputs: nothing posted
@@ -110,7 +111,7 @@ def test_roles_and_host_bound_tokens(tmp_path) -> None:
         bound = tokens.create(conn, role="agent", host_pattern="node00*")[0]
         reader = tokens.create(conn, role="reader")[0]
     engine.dispose()
-    srv = start_server(db_url)
+    srv = serve_in_process(db_url)
     try:
         body = {"host": HOST, "files": files()}
         assert srv.client.post("/v1/inventory", json=body).status_code == 401

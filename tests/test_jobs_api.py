@@ -1,9 +1,9 @@
 """Jobs over HTTP: registration and validation, listing, the job an event belongs to,
-state from `job_*` events, and the footprint — against a real server and DuckDB file."""
+state from `job_*` events, and the footprint — the app in this process over a real DuckDB file."""
 
 import orjson
 import pytest
-from conftest import Server, start_server
+from conftest import InProcessServer, serve_in_process
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,16 +22,16 @@ def event(**fields) -> dict:
     return {"time": "2026-11-29T09:00:00Z", "host": "node0003", "kind": "nccl_timeout", **fields}
 
 
-def post_events(server: Server, *events: dict) -> None:
+def post_events(server: InProcessServer, *events: dict) -> None:
     answer = server.client.post("/v1/events", json=list(events)).json()
     assert answer["accepted"] == len(events), answer
 
 
-def stored(server: Server, **params) -> list[dict]:
+def stored(server: InProcessServer, **params) -> list[dict]:
     return server.client.get("/v1/events", params=params).json()["events"]
 
 
-def test_register_and_read(server: Server) -> None:
+def test_register_and_read(server: InProcessServer) -> None:
     created = server.client.post("/v1/jobs", json={**JOB, "owner": "pretraining"})
     assert created.status_code == 201, created.text
     job = server.client.get("/v1/jobs/llama-r7").json()
@@ -51,7 +51,7 @@ def test_register_and_read(server: Server) -> None:
     assert missing.status_code == 404 and "nope" in missing.json()["detail"]
 
 
-def test_explicit_ranks(server: Server) -> None:
+def test_explicit_ranks(server: InProcessServer) -> None:
     ranks = [{"rank": r, "host": f"node000{r // 2}", "gpu": 7 - r % 2} for r in range(6)]
     answer = server.client.post("/v1/jobs", json={"id": "small", "start": "2026-11-29T08:00:00Z", "ranks": ranks})
     assert answer.status_code == 201, answer.text
@@ -63,9 +63,9 @@ def test_explicit_ranks(server: Server) -> None:
 
 
 @pytest.fixture(scope="module")
-def refusing_server(tmp_path_factory) -> Server:
+def refusing_server(tmp_path_factory) -> InProcessServer:
     """One server for the refusals: none of them may store anything."""
-    server = start_server(f"duckdb:///{tmp_path_factory.mktemp('refusals') / 'faultgraph.duckdb'}")
+    server = serve_in_process(f"duckdb:///{tmp_path_factory.mktemp('refusals') / 'faultgraph.duckdb'}")
     yield server
     server.stop()
 
@@ -86,19 +86,19 @@ def refusing_server(tmp_path_factory) -> Server:
         ({"id": ""}, "id"),
     ],
 )
-def test_bad_registrations_name_the_problem(refusing_server: Server, change: dict, words: str) -> None:
+def test_bad_registrations_name_the_problem(refusing_server: InProcessServer, change: dict, words: str) -> None:
     answer = refusing_server.client.post("/v1/jobs", json={**JOB, **change})
     assert answer.status_code == 422, answer.text
     assert words in answer.json()["detail"]
     assert refusing_server.client.get("/v1/jobs").json()["jobs"] == []
 
 
-def test_not_json_is_refused(refusing_server: Server) -> None:
+def test_not_json_is_refused(refusing_server: InProcessServer) -> None:
     answer = refusing_server.client.post("/v1/jobs", content=b"{oops", headers={"content-type": "application/json"})
     assert answer.status_code == 422 and answer.json()["detail"]
 
 
-def test_list_pages_with_a_cursor(server: Server) -> None:
+def test_list_pages_with_a_cursor(server: InProcessServer) -> None:
     for i in range(5):
         body = {**JOB, "id": f"job-{i}", "start": f"2026-11-2{i}T08:00:00Z"}
         assert server.client.post("/v1/jobs", json=body).status_code == 201
@@ -115,7 +115,7 @@ def test_list_pages_with_a_cursor(server: Server) -> None:
     assert [j["id"] for j in server.client.get("/v1/jobs", params={"state": "ended"}).json()["jobs"]] == ["job-1"]
 
 
-def test_events_find_their_job_from_host_rank_and_time(server: Server) -> None:
+def test_events_find_their_job_from_host_rank_and_time(server: InProcessServer) -> None:
     server.client.post("/v1/jobs", json=JOB)
     server.client.post("/v1/jobs", json={**JOB, "id": "later", "start": "2026-11-29T10:00:00Z", "hosts": ["node0003"], "parallelism": {}})
     post_events(
@@ -139,7 +139,7 @@ def test_events_find_their_job_from_host_rank_and_time(server: Server) -> None:
 
 
 def test_job_events_drive_the_state(db_url: str) -> None:
-    server = start_server(db_url)
+    server = serve_in_process(db_url)
     try:
         server.client.post("/v1/jobs", json=JOB)
 
@@ -159,7 +159,7 @@ def test_job_events_drive_the_state(db_url: str) -> None:
         assert stored(server, since="2026-11-29T12:00:01Z")[0]["job"] is None
     finally:
         server.stop()
-    server = start_server(db_url)
+    server = serve_in_process(db_url)
     try:
         assert server.client.get("/v1/jobs/llama-r7").json()["state"] == "ended"
         post_events(server, event(rank=12, time="2026-11-29T11:00:00Z"))
@@ -169,7 +169,7 @@ def test_job_events_drive_the_state(db_url: str) -> None:
         server.stop()
 
 
-def test_footprint_on_request(server: Server) -> None:
+def test_footprint_on_request(server: InProcessServer) -> None:
     server.client.post("/v1/jobs", json=JOB)
     answer = server.client.get("/v1/jobs/llama-r7", params={"footprint": "true"})
     assert answer.status_code == 409 and "topology" in answer.json()["detail"]
@@ -199,22 +199,22 @@ fuzzed_jobs = st.fixed_dictionaries(
 
 
 @pytest.fixture(scope="module")
-def fuzz_server(tmp_path_factory) -> Server:
-    server = start_server(f"duckdb:///{tmp_path_factory.mktemp('fuzz') / 'faultgraph.duckdb'}")
+def fuzz_server(tmp_path_factory) -> InProcessServer:
+    server = serve_in_process(f"duckdb:///{tmp_path_factory.mktemp('fuzz') / 'faultgraph.duckdb'}")
     yield server
     server.stop()
 
 
 @settings(max_examples=30, deadline=None)
 @given(body=fuzzed_jobs)
-def test_no_registration_gets_a_5xx(fuzz_server: Server, body: dict) -> None:
+def test_no_registration_gets_a_5xx(fuzz_server: InProcessServer, body: dict) -> None:
     answer = fuzz_server.client.post("/v1/jobs", json=body)
     assert answer.status_code in (200, 201, 422), answer.text
     if answer.status_code == 422:
         assert answer.json()["detail"]
 
 
-def test_an_earlier_job_start_moves_the_start_back(server: Server) -> None:
+def test_an_earlier_job_start_moves_the_start_back(server: InProcessServer) -> None:
     server.client.post("/v1/jobs", json={**JOB, "start": "2026-11-29T09:00:00Z"})
     post_events(
         server,

@@ -7,7 +7,7 @@ the pods are API objects in the shape the API serves them: the skeleton of a rea
 labels and annotations each controller sets (as in `kubectl describe` of a JobSet pod in
 kubernetes-sigs/jobset issue #578, and the label constants of kubeflow/training-operator and
 kubernetes-sigs/lws). Each is read back through the official client's `V1Pod` model, as the
-watch delivers it; the registrations go to a real faultgraph server.
+watch delivers it; the registrations go to the faultgraph app (in this process, a real store).
 """
 
 import copy
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Server
+from conftest import InProcessServer
 from kubernetes.client import ApiClient
 
 from faultgraph.service.schedulers import k8s
@@ -110,7 +110,7 @@ def test_pods_that_place_no_rank_are_ignored(variant: str) -> None:
     assert k8s.slot_of(p) is None
 
 
-def test_tracker_registers_once_settled_and_restarts_on_reschedule(server: Server) -> None:
+def test_tracker_registers_once_settled_and_restarts_on_reschedule(server: InProcessServer) -> None:
     clock = [0.0]
 
     def post(path: str, body: object) -> None:

@@ -6,7 +6,7 @@ import time
 
 import httpx
 import pytest
-from conftest import start_server
+from conftest import serve_in_process, start_server
 from test_auth import bearer
 
 from faultgraph.service import store
@@ -129,7 +129,7 @@ def test_a_flooding_agent_is_throttled_while_eight_others_lose_nothing(limited):
 
 
 def test_the_open_loopback_server_is_not_limited(db_url):
-    srv = start_server(db_url, env={"FAULTGRAPH_INGEST_RATE": "1", "FAULTGRAPH_INGEST_BURST": "1"})
+    srv = serve_in_process(db_url, env={"FAULTGRAPH_INGEST_RATE": "1", "FAULTGRAPH_INGEST_BURST": "1"})
     try:
         codes = {srv.client.post("/v1/events", json=[event("node0001", i, "dev")]).status_code for i in range(10)}
     finally:

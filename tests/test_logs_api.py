@@ -1,6 +1,6 @@
 """`POST /v1/logs` over HTTP: raw lines parsed by the agent's rules, stored once.
 
-One server for the module; each test posts for its own host and reads back only that host.
+One server for the module (the app in this process, a real DuckDB file); each test posts for its own host and reads back only that host.
 """
 
 from collections.abc import Iterator
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import Server, start_server
+from conftest import InProcessServer, serve_in_process
 
 
 def xid(host: str) -> str:
@@ -33,7 +33,7 @@ NOISE = ["Nov 29 08:00:00 node0042 systemd[1]: Started Session 4 of user root.",
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     db: Path = tmp_path_factory.mktemp("logs") / "faultgraph.duckdb"
-    server: Server = start_server(f"duckdb:///{db}")
+    server: InProcessServer = serve_in_process(f"duckdb:///{db}")
     yield server.client
     server.stop()
 

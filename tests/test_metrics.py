@@ -7,7 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import yaml
-from conftest import free_port, start_server
+from conftest import free_port, serve_in_process
 from prometheus_client.parser import text_string_to_metric_families
 from test_incidents_api import T0, gpu_falls_off
 
@@ -89,7 +89,7 @@ def test_empty_store_has_no_mtbf_yet(client):
 
 def test_dashboard_references_only_metrics_that_exist(db_url):
     # a webhook target makes the alert counters exist; nothing listens there, which is fine
-    server = start_server(db_url, env={"FAULTGRAPH_WEBHOOKS": f"slack=http://127.0.0.1:{free_port()}/hook"})
+    server = serve_in_process(db_url, env={"FAULTGRAPH_WEBHOOKS": f"slack=http://127.0.0.1:{free_port()}/hook"})
     try:
         exposed = exposed_metrics(server.client)
     finally:

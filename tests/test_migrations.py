@@ -4,16 +4,17 @@ a store from a newer release is refused."""
 
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
 import sqlalchemy as sa
-from conftest import Server, chosen_backend, fresh_postgres_database, start_server
+from conftest import InProcessServer, chosen_backend, fresh_postgres_database, serve_in_process
+from typer.testing import CliRunner
 
 from faultgraph.service import migrations, store
+from faultgraph.service.cli import app
 
 RELEASE_1 = Path(__file__).resolve().parent / "data" / "release-0.1.0"
 
@@ -47,15 +48,14 @@ def release_1_store(tmp_path: Path) -> Iterator[str]:
 
 
 def _admin_token(db_url: str) -> str:
-    made = subprocess.run([sys.executable, "-m", "faultgraph.service.cli", "token", "create", "--role", "admin",
-                           "--name", "upgrade-test", "--db", db_url], capture_output=True, text=True, timeout=120)
-    assert made.returncode == 0, made.stderr
+    made = CliRunner().invoke(app, ["token", "create", "--role", "admin", "--name", "upgrade-test", "--db", db_url])
+    assert made.exit_code == 0, made.stderr
     return made.stdout.strip()
 
 
 def test_a_release_0_1_0_store_opens_with_everything_in_it(release_1_store: str):
     token = _admin_token(release_1_store)  # the CLI opens (and migrates) the store first
-    server: Server = start_server(release_1_store)
+    server: InProcessServer = serve_in_process(release_1_store)
     try:
         server.client.headers["Authorization"] = f"Bearer {token}"
         incidents = server.client.get("/v1/incidents").json()["incidents"]

@@ -25,9 +25,12 @@ def cli(*args: str, env: dict[str, str] | None = None):
     return runner.invoke(app, list(args), env=env, catch_exceptions=False)
 
 
-@pytest.fixture
-def loaded(server) -> dict:
-    """One resolved incident (job a) and one open one (job b)."""
+@pytest.fixture(scope="module")
+def loaded(live_server) -> dict:
+    """One resolved incident (job a) and one open one (job b), in a server process the
+    CLI reaches over HTTP; shared by the module's tests in file order (the last one
+    acknowledges and resolves b)."""
+    server = live_server
     server.client.post("/v1/events", json=gpu_falls_off("job-a", "node0042"))
     server.client.post("/v1/events", json=[e for e in gpu_falls_off("job-b", "node0103", at=T0 + timedelta(hours=1), first=100)
                                            if e["kind"] != "job_restart"])
@@ -115,6 +118,7 @@ def test_token_goes_out_as_bearer():
     assert seen == ["Bearer t-flag", "Bearer t-env"]
 
 
+@pytest.mark.slow
 def test_demo_serves_a_simulated_day(tmp_path):
     port = free_port()
     process = subprocess.Popen(

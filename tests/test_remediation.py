@@ -374,6 +374,8 @@ def state(slurm) -> str:
     return slurm.node_state().rstrip("*")
 
 
+@pytest.mark.slow
+@pytest.mark.slurm  # starts its own Slurm (tests/slurm.py start_slurm), not the fixture the hook sees
 @pytest.mark.parametrize("live", [False, True], ids=["dry-run", "live"])
 def test_drain_and_resume_a_real_slurm_node(tmp_path, db_url, live):
     with start_slurm(tmp_path) as slurm:

@@ -102,6 +102,7 @@ def test_prune_keeps_what_explains_and_counts_what_it_removes(engine, tmp_path):
     assert set(archived[0]) >= {"id", "seq", "time", "host", "kind", "attrs"}
 
 
+@pytest.mark.slow
 def test_sigkill_mid_prune_loses_nothing_that_should_stay(engine, db_url, tmp_path):
     """`faultgraph prune` killed while it works: each day is either whole or rolled up, the
     counts per hour are those before, and the next run finishes the job."""

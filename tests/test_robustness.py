@@ -63,6 +63,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("operation, mode", CASES)
 def test_openapi_fuzz(secured_server, operation, mode):
     """Valid and invalid requests to every operation: no 5xx, documented answers match
@@ -244,6 +245,7 @@ def test_writer_survives_a_store_outage(tmp_path):
     engine.dispose()
 
 
+@pytest.mark.slow
 def test_storm_of_concurrent_agents(tmp_path):
     """Many agents at once against a small writer queue: answers are 200 or 503 with
     Retry-After, agents that honour it get everything in, and nothing is stored twice."""

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from faultgraph.attribution.generators import rail_optimized
-from tests.conftest import REFERENCE_DATA, start_server
+from tests.conftest import REFERENCE_DATA, serve_in_process, start_server
 
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 
@@ -54,7 +54,8 @@ def post_and_analyse(client, batch: list[dict]) -> None:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Iterator[httpx.Client]:
-    """One server holding `day_of_training`, shared by the tests that only read it."""
+    """One server process holding `day_of_training`, shared by the tests that only read it
+    (the CLI's among them, over HTTP)."""
     server = start_server(f"duckdb:///{tmp_path_factory.mktemp('trained') / 'faultgraph.duckdb'}")
     post_and_analyse(server.client, day_of_training())
     yield server.client
@@ -63,8 +64,8 @@ def trained(tmp_path_factory) -> Iterator[httpx.Client]:
 
 @pytest.fixture(scope="module")
 def empty(tmp_path_factory) -> Iterator[httpx.Client]:
-    """One server with nothing stored, for the tests that post nothing."""
-    server = start_server(f"duckdb:///{tmp_path_factory.mktemp('empty') / 'faultgraph.duckdb'}")
+    """One server (in this process) with nothing stored, for the tests that post nothing."""
+    server = serve_in_process(f"duckdb:///{tmp_path_factory.mktemp('empty') / 'faultgraph.duckdb'}")
     yield server.client
     server.stop()
 

@@ -1,13 +1,12 @@
 """The cluster graph over HTTP: upload, versions, component lookup, and resolution of
-raw identifiers on ingest — against a real server process and DuckDB file."""
+raw identifiers on ingest — the app in this process over a real DuckDB file; the CLI against
+a real server process."""
 
 import copy
-import subprocess
-import sys
 
 import orjson
 import pytest
-from conftest import Server, start_server
+from conftest import InProcessServer, Server, serve_in_process
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,14 +22,14 @@ def small() -> dict:
 
 
 @pytest.fixture(scope="module")
-def shared_server(tmp_path_factory) -> Server:
+def shared_server(tmp_path_factory) -> InProcessServer:
     """One server for the tests whose uploads all fail (or do not care about versions)."""
-    server = start_server(f"duckdb:///{tmp_path_factory.mktemp('fuzz') / 'faultgraph.duckdb'}")
+    server = serve_in_process(f"duckdb:///{tmp_path_factory.mktemp('fuzz') / 'faultgraph.duckdb'}")
     yield server
     server.stop()
 
 
-def put(server: Server, body) -> object:
+def put(server: InProcessServer, body) -> object:
     return server.client.put("/v1/topology", content=orjson.dumps(body))
 
 
@@ -42,14 +41,14 @@ def normal(body: dict) -> tuple[list, list]:
     )
 
 
-def stored_component(server: Server, event: dict) -> str:
+def stored_component(server: InProcessServer, event: dict) -> str:
     answer = server.client.post("/v1/events", json=[{"time": T0, **event}]).json()
     assert answer["accepted"] == 1, answer
     found = server.client.get("/v1/events", params={"kind": event["kind"], "host": event["host"]}).json()["events"]
     return found[-1]["component"]
 
 
-def test_round_trip_and_versions(server: Server, small: dict) -> None:
+def test_round_trip_and_versions(server: InProcessServer, small: dict) -> None:
     assert server.client.get("/v1/topology").status_code == 404
 
     first = put(server, small)
@@ -75,7 +74,7 @@ def test_round_trip_and_versions(server: Server, small: dict) -> None:
     assert normal(server.client.get("/v1/topology").json()) == normal(small)
 
 
-def test_invalid_graph_names_offenders_and_stores_nothing(server: Server, small: dict) -> None:
+def test_invalid_graph_names_offenders_and_stores_nothing(server: InProcessServer, small: dict) -> None:
     bad = copy.deepcopy(small)
     bad["components"][0]["type"] = "toaster"
     bad["components"].append(copy.deepcopy(bad["components"][1]))
@@ -99,14 +98,14 @@ def test_invalid_graph_names_offenders_and_stores_nothing(server: Server, small:
         (b'{"components": [{"id": "a~b", "type": "gpu"}]}', 422, "containing '~'"),
     ],
 )
-def test_malformed_bodies(shared_server: Server, body: bytes, status: int, words: str) -> None:
+def test_malformed_bodies(shared_server: InProcessServer, body: bytes, status: int, words: str) -> None:
     answer = shared_server.client.put("/v1/topology", content=body)
     assert answer.status_code == status
     assert words in answer.json()["detail"]
 
 
 def test_body_limit_is_its_own_setting(db_url: str, small: dict) -> None:
-    server = start_server(db_url, env={"FAULTGRAPH_MAX_TOPOLOGY_BYTES": "1000"})
+    server = serve_in_process(db_url, env={"FAULTGRAPH_MAX_TOPOLOGY_BYTES": "1000"})
     try:
         answer = put(server, small)
         assert answer.status_code == 413 and "1000" in answer.json()["detail"]
@@ -114,7 +113,7 @@ def test_body_limit_is_its_own_setting(db_url: str, small: dict) -> None:
         server.stop()
 
 
-def test_component_lookup(server: Server, small: dict) -> None:
+def test_component_lookup(server: InProcessServer, small: dict) -> None:
     put(server, small)
     gpu = server.client.get("/v1/topology/components/node0001/gpu3").json()
     assert gpu["type"] == "gpu" and gpu["host"] == "node0001" and gpu["kind"] == "component"
@@ -133,7 +132,7 @@ def test_component_lookup(server: Server, small: dict) -> None:
     assert unknown.status_code == 404 and "node0001/gpu42" in unknown.json()["detail"]
 
 
-def test_component_shows_its_latest_events(server: Server, small: dict) -> None:
+def test_component_shows_its_latest_events(server: InProcessServer, small: dict) -> None:
     put(server, small)
     gpu = server.client.get("/v1/topology/components/node0002/gpu5").json()
     events = [
@@ -149,7 +148,7 @@ def test_component_shows_its_latest_events(server: Server, small: dict) -> None:
     assert len(host) == 4  # a host's events include those of its parts
 
 
-def test_raw_identifiers_resolve_on_ingest(server: Server, small: dict) -> None:
+def test_raw_identifiers_resolve_on_ingest(server: InProcessServer, small: dict) -> None:
     put(server, small)
     topology = {c["id"]: c for c in small["components"]}
     nic = topology["node0003/nic6"]["attrs"]
@@ -170,13 +169,13 @@ def test_raw_identifiers_resolve_on_ingest(server: Server, small: dict) -> None:
 
 
 def test_restart_keeps_the_topology(db_url: str, small: dict) -> None:
-    server = start_server(db_url)
+    server = serve_in_process(db_url)
     try:
         put(server, small)
         put(server, heterogeneous_example())
     finally:
         server.stop()
-    server = start_server(db_url)
+    server = serve_in_process(db_url)
     try:
         assert server.client.get("/v1/topology").json()["version"] == 2
         event = {"host": "pcie01", "kind": "nic_link", "attrs": {"device": "eth1", "state": "down"}}
@@ -186,7 +185,7 @@ def test_restart_keeps_the_topology(db_url: str, small: dict) -> None:
         server.stop()
 
 
-def test_without_topology_naming_conventions_apply(server: Server) -> None:
+def test_without_topology_naming_conventions_apply(server: InProcessServer) -> None:
     assert stored_component(server, {"host": "node0042", "kind": "nic_link", "attrs": {"device": "mlx5_3", "state": "down"}}) == "node0042/nic3"
     assert stored_component(server, {"host": "node0042", "kind": "gpu_xid", "attrs": {"xid": 79, "pci": "0000:3b:00"}}) == "node0042"
     answer = server.client.get("/v1/topology/components/node0042")
@@ -203,33 +202,42 @@ bodies = st.fixed_dictionaries({"components": st.lists(json_values, max_size=4),
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=bodies)
-def test_no_body_gets_a_5xx(shared_server: Server, body) -> None:
+def test_no_body_gets_a_5xx(shared_server: InProcessServer, body) -> None:
     answer = shared_server.client.put("/v1/topology", content=orjson.dumps(body))
     assert answer.status_code in (200, 400, 422), answer.text
     if answer.status_code != 200:
         assert answer.json()["detail"]
 
 
-def test_cli_generate_and_upload(server: Server, tmp_path) -> None:
-    cli = [sys.executable, "-m", "faultgraph.service.cli", "topology"]
-    generated = subprocess.run([*cli, "generate", "rail-optimized", "--hosts", "6", "--hosts-per-su", "4"],
-                               capture_output=True, check=True)
+def test_cli_generate_and_upload(live_server: Server, tmp_path) -> None:
+    """`faultgraph topology generate | upload`, the upload over HTTP to a server process."""
+    from typer.testing import CliRunner
+
+    from faultgraph.service.cli import app
+
+    def cli(*args: str):
+        return CliRunner().invoke(app, ["topology", *args])
+
+    generated = cli("generate", "rail-optimized", "--hosts", "6", "--hosts-per-su", "4")
+    assert generated.exit_code == 0, generated.stderr
     body = orjson.loads(generated.stdout)
     assert sum(c["type"] == "gpu" for c in body["components"]) == 48
     path = tmp_path / "topo.json"
-    path.write_bytes(generated.stdout)
-    uploaded = subprocess.run([*cli, "upload", str(path), "--url", server.url], capture_output=True, check=True)
+    path.write_text(generated.stdout)
+    uploaded = cli("upload", str(path), "--url", live_server.url)
+    assert uploaded.exit_code == 0, uploaded.stderr
     assert orjson.loads(uploaded.stdout)["gpus"] == 48
-    assert normal(server.client.get("/v1/topology").json()) == normal(body)
+    assert normal(live_server.client.get("/v1/topology").json()) == normal(body)
 
     path.write_bytes(b'{"components": [{"id": "x", "type": "toaster"}]}')
-    refused = subprocess.run([*cli, "upload", str(path), "--url", server.url], capture_output=True)
-    assert refused.returncode == 1 and b"toaster" in refused.stderr
-    wrong = subprocess.run([*cli, "generate", "heterogeneous-example", "--hosts", "3"], capture_output=True)
-    assert wrong.returncode != 0 and b"--hosts" in wrong.stderr
+    refused = cli("upload", str(path), "--url", live_server.url)
+    assert refused.exit_code == 1 and "toaster" in refused.stderr
+    wrong = cli("generate", "heterogeneous-example", "--hosts", "3")
+    assert wrong.exit_code != 0 and "--hosts" in wrong.stderr
 
 
-def test_racks_route_lists_the_nvl72_racks(server: Server, small: dict) -> None:
+
+def test_racks_route_lists_the_nvl72_racks(server: InProcessServer, small: dict) -> None:
     """GET /v1/topology/racks: what the UI's rack lanes read; none on a DGX cluster."""
     assert server.client.get("/v1/topology/racks").status_code == 404
     assert server.client.put("/v1/topology", json=small).status_code == 200

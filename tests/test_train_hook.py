@@ -7,7 +7,9 @@ import time
 from faultgraph.train import Reporter
 
 
-def test_steps_are_posted_in_batches_with_compute_and_wait(server):
+def test_steps_are_posted_in_batches_with_compute_and_wait(live_server):
+    """The hook in a training process posts over HTTP to the service's process."""
+    server = live_server
     reporter = Reporter(server.url, job="hook-job", rank=3, host="node0003", interval=0.2)
     for step in range(1, 6):
         with reporter.timed_step(step, tokens=4096):

@@ -1,8 +1,6 @@
 """`faultgraph export` / `faultgraph import`: every table through Parquet, between backends."""
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,9 +9,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
-from conftest import empty_store, start_server
+from click.testing import Result
+from conftest import empty_store, serve_in_process
+from typer.testing import CliRunner
 
 from faultgraph.service import store, transfer
+from faultgraph.service.cli import app
 from faultgraph.service.events import service as events_service
 from faultgraph.service.events.models import EventList, events
 
@@ -31,13 +32,14 @@ def batch() -> list[dict]:
     ]
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "faultgraph.service.cli", *args], capture_output=True, text=True, timeout=120)
+def cli(*args: str) -> Result:
+    """The `faultgraph` command in this process (stdout and stderr apart, as a shell sees them)."""
+    return CliRunner().invoke(app, list(args))
 
 
 def read_back(db_url: str) -> dict[str, list[dict]]:
     """What a client sees: every event and every incident."""
-    server = start_server(db_url)
+    server = serve_in_process(db_url)
     try:
         return {name: server.client.get(f"/v1/{name}").json()[name] for name in ("events", "incidents")}
     finally:
@@ -60,7 +62,7 @@ def fill_directly(db_url: str, events_: list[dict], first_seq: int = 1) -> None:
 
 
 def fill(db_url: str, events_: list[dict]) -> dict[str, list[dict]]:
-    server = start_server(db_url)
+    server = serve_in_process(db_url)
     try:
         assert server.client.post("/v1/events", json=events_).json()["accepted"] == len(events_)
         server.client.post("/v1/analyze").raise_for_status()  # incidents exist before the export
@@ -79,12 +81,12 @@ def test_round_trip_to_duckdb_keeps_every_event_and_incident(db_url, tmp_path):
     original = fill(db_url, batch())
     assert original["incidents"], "the batch should have opened incidents (XID 79, an NCCL timeout)"
     exported = cli("export", str(tmp_path / "dump"), "--db", db_url)
-    assert exported.returncode == 0, exported.stderr
+    assert exported.exit_code == 0, exported.stderr
     manifest = json.loads((tmp_path / "dump" / "manifest.json").read_text())
     assert manifest["tables"]["events"]["rows"] == 3
     target = f"duckdb:///{tmp_path / 'target.duckdb'}"
     imported = cli("import", str(tmp_path / "dump"), "--db", target)
-    assert imported.returncode == 0, imported.stderr
+    assert imported.exit_code == 0, imported.stderr
     assert "events                              3 rows" in imported.stdout
     assert read_back(target) == original
 
@@ -92,8 +94,8 @@ def test_round_trip_to_duckdb_keeps_every_event_and_incident(db_url, tmp_path):
 def test_duckdb_export_imports_into_the_backend_under_test(other_db_url, tmp_path):
     source = f"duckdb:///{tmp_path / 'source.duckdb'}"
     original = fill(source, batch())
-    assert cli("export", str(tmp_path / "dump"), "--db", source).returncode == 0
-    assert cli("import", str(tmp_path / "dump"), "--db", other_db_url).returncode == 0
+    assert cli("export", str(tmp_path / "dump"), "--db", source).exit_code == 0
+    assert cli("import", str(tmp_path / "dump"), "--db", other_db_url).exit_code == 0
     assert read_back(other_db_url) == original
 
 
@@ -166,7 +168,7 @@ def test_bad_exports_are_refused_with_the_reason(tmp_path, manifest, words):
     if manifest is not None:
         (dump / "manifest.json").write_text(manifest if isinstance(manifest, str) else json.dumps(manifest))
     answer = cli("import", str(dump), "--db", f"duckdb:///{tmp_path / 'target.duckdb'}")
-    assert answer.returncode == 2 and words in answer.stderr, answer.stderr
+    assert answer.exit_code == 2 and words in answer.stderr, answer.stderr
 
 
 def test_a_column_type_without_a_parquet_mapping_is_named():
