@@ -28,6 +28,12 @@ from test_k8s import jobset_pod, pod
 NAMESPACE = "train"
 
 
+@pytest.fixture
+def server(live_server: Server) -> Server:
+    """The watcher posts over HTTP from its own process: a real server, one per module."""
+    return live_server
+
+
 class PodWatchStandIn:
     """The pods of one namespace and their change log; list and watch as the API serves them."""
 

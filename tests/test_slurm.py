@@ -19,6 +19,12 @@ NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 HOOK = [sys.executable, "-m", "faultgraph.service.schedulers.cli", "slurm"]
 
 
+@pytest.fixture
+def server(live_server: Server) -> Server:
+    """The hooks post over HTTP from Slurm's own processes: a real server, one per module."""
+    return live_server
+
+
 @pytest.mark.parametrize(("nodelist", "hosts"), [
     ("node[0001-0003,0070],gpu-a[1-3]",
      ["node0001", "node0002", "node0003", "node0070", "gpu-a1", "gpu-a2", "gpu-a3"]),
