@@ -25,6 +25,7 @@ from faultgraph.service.incidents.flows import IncidentRunner
 from faultgraph.service.leader import Lease
 from faultgraph.service.liveness import Liveness
 from faultgraph.service.metrics import Metrics
+from faultgraph.service.metrics import current as current_metrics
 from faultgraph.service.writer import GroupWriter
 
 
@@ -58,7 +59,7 @@ engine = _from_state("engine")
 cluster = _from_state("cluster")
 writer = _from_state("writer")
 settings = _from_state("settings")
-metrics = _from_state("metrics")
+metrics = current_metrics  # declared beside the /metrics route, which uses it too
 limiter = _from_state("limiter")
 liveness = _from_state("liveness")
 authenticator = _from_state("auth")

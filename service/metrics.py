@@ -16,6 +16,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Annotated
 
 import orjson
 import pyarrow as pa
@@ -219,7 +220,12 @@ def install(app, metrics: Metrics) -> None:
     app.include_router(router)
 
 
+async def current(request: Request) -> Metrics:
+    """The app's metrics, as a dependency (`deps.MetricsDep` is this provider)."""
+    return request.app.state.metrics
+
+
 @router.get("/metrics", dependencies=[Depends(require("reader"))])
-def metrics_endpoint(request: Request) -> Response:
+def metrics_endpoint(metrics: Annotated[Metrics, Depends(current)]) -> Response:
     """Prometheus text format."""
-    return Response(generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
