@@ -4,6 +4,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from faultgraph.train import Reporter
 
 
@@ -44,3 +46,10 @@ def test_the_hook_imports_only_the_standard_library():
             "or m.startswith(('faultgraph.service', 'faultgraph.attribution', 'faultgraph.ingest'))); print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_only_an_http_url_is_accepted():
+    """The hook opens its URL with urllib, which would also read `file:` URLs: refused up front."""
+    for url in ("file:///etc/passwd", "ftp://faultgraph:8080", "faultgraph:8080"):
+        with pytest.raises(ValueError, match="expected http:// or https://"):
+            Reporter(url, job="j")
