@@ -87,6 +87,17 @@ def window(conn: Connection, *, since: datetime | None, until: datetime | None) 
     }
 
 
+def _failed_within(query: sa.Select, *, since: datetime | None, until: datetime | None, job: str | None) -> sa.Select:
+    """Incidents that failed in [since, until), of one job when `job` is given."""
+    if since is not None:
+        query = query.where(incidents.c.failed_at >= store.to_db_time(since))
+    if until is not None:
+        query = query.where(incidents.c.failed_at < store.to_db_time(until))
+    if job is not None:
+        query = query.where(incidents.c.job == job)
+    return query
+
+
 def interruptions(
     conn: Connection,
     *,
@@ -102,12 +113,7 @@ def interruptions(
         incidents.c.category, incidents.c.root_cause, incidents.c.confirmed, incidents.c.gpus,
         incidents.c.gpu_hours_lost, incidents.c.failed_at, incidents.c.interruption_end,
     )
-    if since is not None:
-        query = query.where(incidents.c.failed_at >= store.to_db_time(since))
-    if until is not None:
-        query = query.where(incidents.c.failed_at < store.to_db_time(until))
-    if job is not None:
-        query = query.where(incidents.c.job == job)
+    query = _failed_within(query, since=since, until=until, job=job)
     if not include_planned:
         query = query.where(incidents.c.planned.is_(False))
     query = query.where(incidents.c.type == "interruption")  # SPEC §7: faults and degradations apart
@@ -313,12 +319,7 @@ def degradations(conn: Connection, *, since: datetime | None, until: datetime | 
     """Fail-slow episodes counted apart from interruptions: how many, by cause, and the GPU time they wasted."""
     query = sa.select(incidents.c.cause, sa.func.count(), sa.func.sum(incidents.c.gpu_hours_lost)).where(
         incidents.c.type == "degradation")
-    if since is not None:
-        query = query.where(incidents.c.failed_at >= store.to_db_time(since))
-    if until is not None:
-        query = query.where(incidents.c.failed_at < store.to_db_time(until))
-    if job is not None:
-        query = query.where(incidents.c.job == job)
+    query = _failed_within(query, since=since, until=until, job=job)
     rows = conn.execute(query.group_by(incidents.c.cause).order_by(incidents.c.cause)).all()
     return {"count": sum(n for _, n, _ in rows), "gpu_hours_wasted": round(sum(h or 0.0 for _, _, h in rows), 3),
             "by_cause": {cause: {"count": n, "gpu_hours_wasted": round(h or 0.0, 3)} for cause, n, h in rows}}
