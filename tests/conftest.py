@@ -22,11 +22,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 REFERENCE_DATA = Path(__file__).resolve().parent / "data" / "reference"  # sources in its README
 
@@ -180,6 +184,17 @@ def empty_store(tmp_path: Path, name: str) -> Iterator[str]:
 @pytest.fixture
 def db_url(tmp_path: Path) -> Iterator[str]:
     yield from empty_store(tmp_path, "faultgraph")
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator["Engine"]:
+    """A fresh store's engine, schema created, for tests of the store itself."""
+    from faultgraph.service import store
+
+    engine = store.make_engine(db_url)
+    store.init_schema(engine)
+    yield engine
+    engine.dispose()
 
 
 @pytest.fixture

@@ -27,14 +27,6 @@ from faultgraph.service.stats import service as stats_service
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # a fixed clock: retention is relative to it
 
 
-@pytest.fixture
-def engine(db_url: str):
-    engine = store.make_engine(db_url)
-    store.init_schema(engine)
-    yield engine
-    engine.dispose()
-
-
 def fill(engine, items: list[dict]) -> None:
     rows = events_service.to_rows(items, received=NOW)
     first = store.max_value(engine, events.c.seq) + 1

@@ -23,14 +23,6 @@ def item(event_id: str, **fields) -> dict:
     return {"id": event_id, "time": T0, "host": "node0001", "kind": "gpu_xid", "attrs": {"xid": 79}, **fields}
 
 
-@pytest.fixture
-def engine(db_url: str):
-    engine = store.make_engine(db_url)
-    store.init_schema(engine)
-    yield engine
-    engine.dispose()
-
-
 def insert(engine: sa.Engine, rows: pa.Table) -> list[str]:
     with engine.connect() as conn:
         inserted = store.insert_ignoring_duplicates(conn, rows, table_name="events")
