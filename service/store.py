@@ -65,9 +65,12 @@ class SchemaVersionError(RuntimeError):
 # ingest; a row store needs them for time-window reads. (time) and not (time, id): the
 # API pages by (time, id), which PostgreSQL serves from (time) by incremental sort, and the
 # narrower index is cheaper to maintain at ingest. (seq): the incident engine reads "every
-# event after seq N" after each commit, which is a full scan without it.
+# event after seq N" after each commit, which is a full scan without it. (component, time)
+# with `text_pattern_ops`: a component query is `component = X OR component LIKE 'X/%'`,
+# and only that operator class serves a prefix LIKE under a non-C collation; without it
+# the query scans everything the store ever held. A column may name its operator class.
 POSTGRES_INDEXES: dict[str, tuple[tuple[str, ...], ...]] = {
-    "events": (("time",), ("host", "time"), ("job", "time"), ("seq",)),
+    "events": (("time",), ("host", "time"), ("job", "time"), ("seq",), ("component text_pattern_ops", "time")),
 }
 
 # Any two faultgraph processes creating the schema at once on one PostgreSQL take turns.
@@ -349,8 +352,9 @@ def _create_postgres_indexes(conn: Connection) -> None:
                                  f'ON "{table_name}" ({quoted})')
     for table_name, indexes in POSTGRES_INDEXES.items():
         for columns in indexes:
-            name = f"ix_{table_name}_{'_'.join(columns)}"
-            quoted = ", ".join(f'"{column}"' for column in columns)
+            names = [column.split()[0] for column in columns]
+            name = f"ix_{table_name}_{'_'.join(names)}"
+            quoted = ", ".join(f'"{column}" {" ".join(rest)}'.rstrip() for column, *rest in map(str.split, columns))
             conn.exec_driver_sql(f'CREATE INDEX IF NOT EXISTS "{name}" ON "{table_name}" ({quoted})')
 
 

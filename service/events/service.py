@@ -273,7 +273,7 @@ def where_clauses(flt: EventFilter) -> list:
         clauses.append(events.c.kind.in_(flt.kinds))
     if flt.component:
         clauses.append(
-            sa.or_(events.c.component == flt.component, events.c.component.startswith(flt.component + "/"))
+            sa.or_(events.c.component == flt.component, events.c.component.startswith(flt.component + "/", autoescape=True))
         )
     if flt.job:
         clauses.append(events.c.job == flt.job)
