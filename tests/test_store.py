@@ -89,21 +89,33 @@ def test_postgres_has_time_range_indexes(engine):
     assert wanted <= indexed
 
 
+def component_query(name: str) -> sa.Select:
+    return sa.select(events).where(*events_service.where_clauses(events_service.EventFilter(component=name)))
+
+
+def test_a_component_query_matches_the_component_and_its_parts_only(engine):
+    """`_` and `%` in a name are characters, not LIKE's wildcards (gpu_1 is not gpuX1)."""
+    parts = [item("gpu", component="h1/gpu_1"), item("inside", component="h1/gpu_1/nvlink0"),
+             item("wildcard", component="h1/gpuX1/nvlink0"), item("sibling", component="h1/gpu_10"),
+             item("plain", component="h2/gpu1"), item("plain-inside", component="h2/gpu1/nvlink0")]
+    insert(engine, rows_of(parts, 1))
+    with engine.connect() as conn:
+        assert {row.id for row in conn.execute(component_query("h1/gpu_1"))} == {"gpu", "inside"}
+        assert {row.id for row in conn.execute(component_query("h2/gpu1"))} == {"plain", "plain-inside"}
+
+
 def test_postgres_serves_a_component_query_from_its_index(engine):
     """`component = X OR LIKE 'X/%'` from the index under any collation, or every component
     query scans the whole history (seq scans are priced out so the tiny table cannot hide it)."""
     if engine.dialect.name != "postgresql":
         pytest.skip("DuckDB scans with zone maps; indexes are a PostgreSQL matter")
-    parts = [item(f"c{i}", component=f"h{i % 3}/gpu_{i}") for i in range(30)]
-    parts += [item("inside", component="h1/gpu_1/nvlink0"), item("wildcard", component="h1/gpuX1/nvlink0")]
-    insert(engine, rows_of(parts, 1))
-    query = sa.select(events).where(*events_service.where_clauses(events_service.EventFilter(component="h1/gpu_1")))
+    insert(engine, rows_of([item(f"c{i}", component=f"h{i % 3}/gpu{'_' * (i % 2)}{i}") for i in range(30)], 1))
     with engine.begin() as conn:
         conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
-        plan = "\n".join(conn.execute(sa.text(f"EXPLAIN {query.compile(engine, compile_kwargs={'literal_binds': True})}")).scalars())
-        found = {row.id for row in conn.execute(query)}
-    assert "ix_events_component_time" in plan, plan
-    assert found == {"c1", "inside"}  # `_` in a component is a character, not LIKE's wildcard
+        for name in ("h1/gpu1", "h1/gpu_1"):  # a plain name, and one whose LIKE pattern is escaped
+            query = component_query(name).compile(engine, compile_kwargs={"literal_binds": True})
+            plan = "\n".join(conn.execute(sa.text(f"EXPLAIN {query}")).scalars())
+            assert "ix_events_component_time" in plan, plan
 
 
 def test_schema_creation_from_several_processes_at_once(db_url):

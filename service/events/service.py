@@ -272,9 +272,11 @@ def where_clauses(flt: EventFilter) -> list:
     if flt.kinds:
         clauses.append(events.c.kind.in_(flt.kinds))
     if flt.component:
-        clauses.append(
-            sa.or_(events.c.component == flt.component, events.c.component.startswith(flt.component + "/", autoescape=True))
-        )
+        # A `%` or `_` in a name is itself, not a wildcard; escaping only then keeps DuckDB's
+        # fast prefix match for the usual names (its LIKE … ESCAPE is a slower generic match).
+        inside = flt.component + "/"
+        clauses.append(sa.or_(events.c.component == flt.component,
+                              events.c.component.startswith(inside, autoescape="%" in inside or "_" in inside)))
     if flt.job:
         clauses.append(events.c.job == flt.job)
     return clauses
