@@ -343,7 +343,19 @@ def _problem(value: Any, depth: int) -> tuple[list[str], str] | None:
 
 
 def _bounded_attrs(attrs: dict) -> dict:
-    """Refuse attrs past the size, depth, string-length and number limits above."""
+    """Refuse attrs past the size, depth, string-length and number limits above.
+
+    Most attrs are a few short fields: when their JSON is shorter than a key may be, holds
+    fewer brackets than the depth allowed and no `null` (orjson writes NaN and infinities as
+    null, and refuses integers past 64 bits), no limit can be broken, and the walk that
+    names the broken one is skipped. This runs for every event ingested."""
+    try:
+        encoded = orjson.dumps(attrs)
+    except orjson.JSONEncodeError:
+        encoded = None
+    if (encoded is not None and len(encoded) <= MAX_KEY_CHARS and b"null" not in encoded
+            and encoded.count(b"{") + encoded.count(b"[") <= MAX_ATTRS_DEPTH):
+        return attrs
     found = _problem(attrs, 1)
     if found is not None:
         raise ValueError(f"attrs{''.join(found[0])} {found[1]}")
