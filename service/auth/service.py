@@ -221,15 +221,13 @@ class Authenticator:
 
     def reload(self) -> None:
         with self._lock:
-            self._write_back()
-            self._snapshot = self._load()
+            self._reload()
 
     def refresh(self) -> None:
         """Reload if still stale once the lock is ours (a reload under way is waited for)."""
         with self._lock:
             if self.stale:
-                self._write_back()
-                self._snapshot = self._load()
+                self._reload()
 
     def refresh_soon(self) -> None:
         """Start one reload in the background unless one is under way: a storm's requests go
@@ -240,12 +238,16 @@ class Authenticator:
 
     def _reload_and_release(self) -> None:
         try:
-            self._write_back()
-            self._snapshot = self._load()
+            self._reload()
         except Exception:
             log.exception("reloading tokens failed; the current copy stays until the next try")
         finally:
             self._lock.release()
+
+    def _reload(self) -> None:
+        """Write recorded uses back, then read every token afresh (the caller holds the lock)."""
+        self._write_back()
+        self._snapshot = self._load()
 
     def _write_back(self) -> None:
         due = {token_id: when for token_id, when in list(self._used.items())
