@@ -33,6 +33,7 @@ from faultgraph.service.auth.views import audit_detail
 from faultgraph.service.client import JsonOption, TokenOption, UrlOption
 from faultgraph.service.config import Settings
 from faultgraph.service.stats import render as stats_render
+from faultgraph.service.workers import run_workers
 
 app = typer.Typer(help="faultgraph: the fault-diagnosis timeline of a GPU training cluster.", no_args_is_help=True)
 topology_app = typer.Typer(help="Discover, generate and upload cluster topologies.", no_args_is_help=True)
@@ -79,10 +80,15 @@ def serve(
     tls_cert: Annotated[Path | None, typer.Option(envvar="FAULTGRAPH_TLS_CERT", help="Serve HTTPS with this certificate (PEM, chain included; env FAULTGRAPH_TLS_CERT).")] = None,
     tls_key: Annotated[Path | None, typer.Option(envvar="FAULTGRAPH_TLS_KEY", help="Its private key, if not in the certificate file (env FAULTGRAPH_TLS_KEY).")] = None,
     tls_client_ca: Annotated[Path | None, typer.Option(envvar="FAULTGRAPH_TLS_CLIENT_CA", help="Require client certificates signed by this CA: mutual TLS (env FAULTGRAPH_TLS_CLIENT_CA).")] = None,
+    workers: Annotated[int, typer.Option(min=1, envvar="FAULTGRAPH_WORKERS", help="Server processes on one socket, each a replica (PostgreSQL only; env FAULTGRAPH_WORKERS).")] = 1,
 ) -> None:
     """Run the service (ingest, query, incidents, statistics, web UI)."""
     settings = load_settings(db)
     _check_archive(settings)
+    if workers > 1 and not settings.db_url.startswith("postgresql"):
+        typer.echo(f"--workers {workers}: one process owns a DuckDB file; more than one worker needs a PostgreSQL store",
+                   err=True)
+        raise typer.Exit(2)
     ssl_context = _server_tls(tls_cert, tls_key, tls_client_ca)
     with _open_store(settings.db_url) as engine, engine.connect() as conn:
         live_tokens = tokens.count(conn)
@@ -106,8 +112,12 @@ def serve(
         log.warning("serving plain HTTP on %s: bearer tokens cross the network in clear text; "
                     "give --tls-cert/--tls-key", host)
     tls: dict[str, Any] = {"ssl_context_factory": lambda *_: ssl_context, "http": PeerNameProtocol} if ssl_context else {}
-    uvicorn.run(create_app(settings, open_without_tokens=loopback), host=host, port=port, log_level="warning",
-                access_log=False, **tls)
+    config = uvicorn.Config(create_app(settings, open_without_tokens=loopback), host=host, port=port,
+                            log_level="warning", access_log=False, **tls)
+    if workers == 1:
+        uvicorn.Server(config).run()
+        return
+    raise typer.Exit(run_workers(lambda sock: uvicorn.Server(config).run(sockets=[sock]), config.bind_socket(), workers))
 
 
 def _server_tls(cert: Path | None, key: Path | None, client_ca: Path | None) -> ssl.SSLContext | None:

@@ -1,6 +1,7 @@
 """Ingest benchmark: events/s over HTTP against the in-process ceiling, measured in one run.
 
     python tests/bench/ingest.py [--events 1000000] [--batch 1000] [--concurrency 8] [--db URL]
+                                 [--workers N]   (N server processes: PostgreSQL only)
                                  [--compare-postgres SERVER_URL]
 
 Starts `faultgraph serve` on loopback, posts pre-serialised batches from concurrent
@@ -185,12 +186,14 @@ def fresh_store(server: str | None, tmp: Path, name: str) -> Iterator[str]:
             yield url
 
 
-def measure(bodies: list[bytes], concurrency: int, server_db: str, ceiling_db: str, stages_db: str) -> Figures:
-    server = start_server(server_db)
+def measure(bodies: list[bytes], concurrency: int, server_db: str, ceiling_db: str, stages_db: str,
+            workers: int = 1) -> Figures:
+    server = start_server(server_db, args=("--workers", str(workers)))
     try:
         elapsed, accepted = asyncio.run(post_all(server.url, bodies, concurrency))
         p50, p99 = query_latency(server.url)
-        rss = peak_rss_mib(server.process.pid)
+        pid = server.process.pid
+        rss = max(peak_rss_mib(int(p)) for p in [pid, *Path(f"/proc/{pid}/task/{pid}/children").read_text().split()])
     finally:
         server.stop()
     size = store_mib(server_db)
@@ -232,6 +235,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--db", help="database URL for the server (default: a fresh DuckDB file)")
+    parser.add_argument("--workers", type=int, default=1, help="server processes (serve --workers; PostgreSQL only)")
     parser.add_argument("--compare-postgres", metavar="SERVER_URL",
                         help="also measure on a fresh database created on this PostgreSQL server")
     args = parser.parse_args()
@@ -244,7 +248,7 @@ def main() -> None:
         ceiling_server = None if backend == "duckdb" else server_db
         with fresh_store(ceiling_server, Path(tmp), "ceiling") as ceiling_db, \
                 fresh_store(ceiling_server, Path(tmp), "stages") as stages_db:
-            results.append((backend, measure(bodies, args.concurrency, server_db, ceiling_db, stages_db)))
+            results.append((backend, measure(bodies, args.concurrency, server_db, ceiling_db, stages_db, args.workers)))
         if args.compare_postgres:
             with fresh_store(args.compare_postgres, Path(tmp), "") as pg_db, \
                     fresh_store(args.compare_postgres, Path(tmp), "") as pg_ceiling_db, \

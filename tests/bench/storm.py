@@ -3,6 +3,7 @@ watchdog timeout ten minutes later — posted as 2,048 agents would: each host i
 batch (its ~8 timeouts) on its own connection, all at once, from 32 client processes.
 
     python tests/bench/storm.py [--hosts 2048] [--clients 32] [--db URL] [--path /v1/events|/v1/logs]
+                                [--workers N]   (N server processes: PostgreSQL only)
 
 Prints, for the faultgraph server (engine live) and, in the same run with the same client,
 a bare FastAPI endpoint that only parses the JSON (the framework's own rate):
@@ -121,9 +122,12 @@ def client_process(url: str, path: str, bodies: list[bytes], go: mp.Event, out: 
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU a process has used so far (all its threads)."""
+    """User + system CPU a server has used so far (all its threads, and its workers' with
+    `--workers`)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return own + sum(cpu_seconds(int(child)) for child in children)
 
 
 def blast(url: str, path: str, bodies: list[bytes], clients: int, pid: int) -> dict:
@@ -171,6 +175,7 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=2048)
     parser.add_argument("--clients", type=int, default=32, help="client processes")
     parser.add_argument("--db", help="database URL for the server (default: a fresh DuckDB file)")
+    parser.add_argument("--workers", type=int, default=1, help="server processes (serve --workers; PostgreSQL only)")
     parser.add_argument("--path", default="/v1/events", choices=("/v1/events", "/v1/logs"),
                         help="agents post parsed events, or raw lines for the service to parse")
     args = parser.parse_args()
@@ -191,7 +196,7 @@ def main() -> None:
         finally:
             bare.terminate()
             bare.wait()
-        server = start_server(args.db or f"duckdb:///{Path(tmp) / 'storm.duckdb'}")
+        server = start_server(args.db or f"duckdb:///{Path(tmp) / 'storm.duckdb'}", args=("--workers", str(args.workers)))
         try:
             client = server.client
             client.put("/v1/topology", content=orjson.dumps(scenario.topology),

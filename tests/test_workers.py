@@ -1,0 +1,63 @@
+"""`faultgraph serve --workers N` (service/workers.py): N processes on one socket, each a
+replica on one PostgreSQL store, supervised as one service."""
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import chosen_backend, start_server, stored_ids
+from typer.testing import CliRunner
+
+from faultgraph.service.cli import app
+
+
+def workers_of(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_more_than_one_worker_on_a_duckdb_file_is_refused_by_name(tmp_path):
+    done = CliRunner().invoke(app, ["serve", "--workers", "2", "--db", f"duckdb:///{tmp_path / 'one.duckdb'}"])
+    assert done.exit_code == 2 and "one process owns a DuckDB file" in done.stderr
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(chosen_backend() == "duckdb", reason="workers share a PostgreSQL store")
+def test_workers_share_the_socket_store_everything_and_stop_together(db_url):
+    server = start_server(db_url, args=("--workers", "2"))
+    try:
+        workers = workers_of(server.process.pid)
+        assert len(workers) == 2
+        ids = [f"w{i}" for i in range(40)]
+        for i, event_id in enumerate(ids):  # a fresh connection each: the kernel picks the worker
+            answer = httpx.post(server.url + "/v1/events", json=[{"id": event_id, "time": 1764403200 + i,
+                                                                   "host": "node0001", "kind": "gpu_xid",
+                                                                   "attrs": {"xid": 79}}])
+            assert answer.json()["accepted"] == 1, answer.text
+        assert set(ids) <= set(stored_ids(server.client))
+        # One of them leads the engine (the lease): asked often enough, it answers once.
+        assert any(httpx.get(server.url + "/healthz").json()["leader"] for _ in range(300))
+
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=30) == 0
+        assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+    finally:
+        server.stop()
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(chosen_backend() == "duckdb", reason="workers share a PostgreSQL store")
+def test_a_worker_that_dies_takes_the_service_down_for_its_manager_to_restart(db_url):
+    server = start_server(db_url, args=("--workers", "2"))
+    try:
+        first, second = workers_of(server.process.pid)
+        os.kill(first, signal.SIGKILL)
+        assert server.process.wait(timeout=30) == 1
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{second}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)  # reaped by the parent before it exits; the check is that it is gone
+        assert not Path(f"/proc/{second}").exists()
+    finally:
+        server.stop()
