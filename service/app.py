@@ -11,8 +11,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.engine import Connection
 
-from faultgraph.service import alerts, metrics, store
+from faultgraph.service import alerts, metrics, notices, store
 from faultgraph.service.auth import views as auth_views
 from faultgraph.service.auth.limits import IngestLimiter
 from faultgraph.service.auth.middleware import INGEST_PATHS, Authenticate
@@ -63,6 +64,10 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         cluster.load()
         app.state.cluster = cluster
         app.state.auth = Authenticator(engine, open_without_tokens=open_without_tokens)
+        def record_and_notify(conn: Connection, batches: list) -> None:
+            events_service.record_beats(conn, batches)
+            notices.send(conn)  # other replicas' engines hear of this commit (PostgreSQL)
+
         app.state.writer = GroupWriter(
             engine,
             partial(store.insert_ignoring_duplicates, table_name="events"),
@@ -70,7 +75,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
             max_queue=settings.writer_queue_batches,
             max_group_rows=settings.group_commit_rows,
             convert=partial(events_views.convert_group, cluster.enrich, app.state.metrics),
-            also=events_service.record_beats,
+            also=record_and_notify,
             on_quiet=lambda: app.state.runner.wake(), max_wait_s=5.0,
         )
         app.state.ingest = Ingest(settings, app.state.writer, app.state.liveness, app.state.metrics)
@@ -102,6 +107,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
                 remediate.wake()
 
         app.state.runner.after_pass = after_pass
+        listener = notices.Listener(engine, app.state.runner.wake) if replicated else None
         app.state.liveness.learn(stored_beats(engine, since=datetime.now(UTC) - 2 * app.state.liveness.timeout))
         watcher = LivenessWatcher(app.state.liveness, partial(events_views.store_internal, app.state.writer),
                                   leading=lambda: lease.held,
@@ -110,6 +116,8 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         try:
             yield
         finally:
+            if listener is not None:
+                listener.close()
             pruner.close()
             watcher.close()
             app.state.runner.close()
