@@ -4,6 +4,7 @@ import inspect
 import logging
 import ssl
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -24,7 +25,7 @@ from sqlalchemy.exc import DBAPIError
 from faultgraph.attribution.generators import LAYOUTS
 from faultgraph.ingest.agent.cli import agent as agent_command
 from faultgraph.ingest.agent.connection import CaFileOption, CertOption, KeyOption
-from faultgraph.service import audit, client, store, transfer
+from faultgraph.service import audit, client, metrics, store, transfer
 from faultgraph.service.app import create_app
 from faultgraph.service.auth import service as tokens
 from faultgraph.service.auth.tls import PeerNameProtocol
@@ -112,12 +113,19 @@ def serve(
         log.warning("serving plain HTTP on %s: bearer tokens cross the network in clear text; "
                     "give --tls-cert/--tls-key", host)
     tls: dict[str, Any] = {"ssl_context_factory": lambda *_: ssl_context, "http": PeerNameProtocol} if ssl_context else {}
-    config = uvicorn.Config(create_app(settings, open_without_tokens=loopback), host=host, port=port,
-                            log_level="warning", access_log=False, **tls)
+
+    def configured() -> uvicorn.Config:
+        return uvicorn.Config(create_app(settings, open_without_tokens=loopback), host=host, port=port,
+                              log_level="warning", access_log=False, **tls)
+
     if workers == 1:
-        uvicorn.Server(config).run()
+        uvicorn.Server(configured()).run()
         return
-    raise typer.Exit(run_workers(lambda sock: uvicorn.Server(config).run(sockets=[sock]), config.bind_socket(), workers))
+    with tempfile.TemporaryDirectory(prefix="faultgraph-metrics-") as shared:
+        metrics.share_between_processes(Path(shared))  # before the app makes its metrics
+        config = configured()
+        code = run_workers(lambda sock: uvicorn.Server(config).run(sockets=[sock]), config.bind_socket(), workers)
+    raise typer.Exit(code)
 
 
 def _server_tls(cert: Path | None, key: Path | None, client_ca: Path | None) -> ssl.SSLContext | None:

@@ -12,6 +12,7 @@ a host is, and it keeps the label's cardinality to a handful of values.
 """
 
 import math
+import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +30,8 @@ from prometheus_client import (
     Counter,
     Histogram,
     generate_latest,
+    multiprocess,
+    values,
 )
 from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy.engine import Connection, Engine
@@ -44,6 +47,8 @@ from faultgraph.service.stats import service as stats
 # Past this many distinct host classes, further ones are counted as "other".
 MAX_HOST_CLASSES = 64
 INGEST_PATHS = ("/v1/events", "/v1/logs")
+# prometheus_client's own variable: set, every process keeps its samples in files there.
+MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 # The checkpoint save time assumed when the store has no checkpoint durations (minutes).
 DEFAULT_SAVE_MINUTES = 5.0
 TRAILING_NUMBER = r"[-_.]?[0-9]+$"
@@ -56,6 +61,7 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self.store: StoreCollector | None = None  # the gauges read from the store (`install`)
         self._classes: set[str] = set()
         labels = ("kind", "host_class")
         self.ingested = Counter("faultgraph_events_ingested", "Valid events received (duplicates included), by kind and host class.",
@@ -214,7 +220,8 @@ class IngestTimer:
 
 def install(app, metrics: Metrics) -> None:
     """Register the store gauges, the ingest timer and `GET /metrics` on `app`."""
-    metrics.registry.register(StoreCollector(lambda: app.state.engine, app.state.settings.db_url))
+    metrics.store = StoreCollector(lambda: app.state.engine, app.state.settings.db_url)
+    metrics.registry.register(metrics.store)
     app.add_middleware(IngestTimer, metrics=metrics)
     app.state.metrics = metrics
     app.include_router(router)
@@ -227,5 +234,20 @@ async def current(request: Request) -> Metrics:
 
 @router.get("/metrics", dependencies=[Depends(require("reader"))])
 def metrics_endpoint(metrics: Annotated[Metrics, Depends(current)]) -> Response:
-    """Prometheus text format."""
-    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    """Prometheus text format. Under `serve --workers` whichever worker answers sums every
+    worker's counters (prometheus_client's multiprocess mode, see `share_between_processes`)."""
+    registry = metrics.registry
+    if os.environ.get(MULTIPROCESS_DIR):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        if metrics.store is not None:
+            registry.register(metrics.store)
+    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+
+def share_between_processes(directory: Path) -> None:
+    """Keep counters and histograms in files under `directory` that every worker forked from
+    this process adds to, so a scrape of any worker counts them all. Called before the app
+    (and its metrics) is made."""
+    os.environ[MULTIPROCESS_DIR] = str(directory)
+    values.ValueClass = values.MultiProcessValue()

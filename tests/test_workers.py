@@ -39,6 +39,11 @@ def test_workers_share_the_socket_store_everything_and_stop_together(db_url):
         assert set(ids) <= set(stored_ids(server.client))
         # One of them leads the engine (the lease): asked often enough, it answers once.
         assert any(httpx.get(server.url + "/healthz").json()["leader"] for _ in range(300))
+        # Whichever worker a scrape reaches counts every worker's events.
+        for _ in range(10):
+            scraped = httpx.get(server.url + "/metrics").text
+            assert 'faultgraph_events_ingested_total{host_class="node",kind="gpu_xid"} 40.0' in scraped, scraped[:2000]
+            assert "faultgraph_store_events 40.0" in scraped
 
         server.process.send_signal(signal.SIGTERM)
         assert server.process.wait(timeout=30) == 0
