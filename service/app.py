@@ -64,6 +64,7 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         cluster.load()
         app.state.cluster = cluster
         app.state.auth = Authenticator(engine, open_without_tokens=open_without_tokens)
+
         def record_and_notify(conn: Connection, batches: list) -> None:
             events_service.record_beats(conn, batches)
             notices.send(conn)  # other replicas' engines hear of this commit (PostgreSQL)

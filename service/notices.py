@@ -1,7 +1,7 @@
 """Commit notices between replicas on one PostgreSQL: another replica's events wake this
 one's engine as soon as its burst settles, not at the engine's next backstop pass.
 
-Each replica's writer sends `NOTIFY faultgraph_commits` (payload: its process id) in the
+Each replica's writer sends `NOTIFY faultgraph_commits` (payload: its host and process id) in the
 transaction of every group commit, so a notice arrives only for committed events.
 Every replica listens on a connection of its own; a notice from another process starts
 the same trailing debounce the local writer uses (`on_commits` once `quiet_s` pass without
@@ -12,8 +12,8 @@ backoff; the backstop pass covers what arrives meanwhile. DuckDB has one process
 to send or hear.
 """
 
-import logging
 import os
+import socket
 import time
 from collections.abc import Callable
 
@@ -22,15 +22,18 @@ from sqlalchemy.engine import Connection, Engine
 
 from faultgraph.service.loops import Loop
 
-log = logging.getLogger(__name__)
-
 CHANNEL = "faultgraph_commits"
+
+
+def sender() -> str:
+    """This process among the replicas: host and process id (containers' pids repeat)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def send(conn: Connection) -> None:
     """Queue this process's notice in `conn`'s transaction (PostgreSQL delivers it on commit)."""
     if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql(f"SELECT pg_notify('{CHANNEL}', '{os.getpid()}')")
+        conn.exec_driver_sql("SELECT pg_notify(%s, %s)", (CHANNEL, sender()))
 
 
 class Listener:
@@ -42,7 +45,7 @@ class Listener:
         self._on_commits = on_commits
         self._quiet_s = quiet_s
         self._max_wait_s = max_wait_s
-        self._own = str(os.getpid())
+        self._own = sender()
         self._conn: psycopg.Connection | None = None
         self._first: float | None = None  # the first notice `on_commits` has not followed
         self._last = 0.0

@@ -1,7 +1,7 @@
 """Commit notices between replicas (service/notices.py), on a real PostgreSQL: a server's
 commit is announced, and another process's notices wake the engine once they settle."""
 
-import os
+import socket
 import threading
 
 import psycopg
@@ -53,13 +53,13 @@ def test_a_burst_of_other_processes_commits_wakes_the_engine_once(db_url, woken)
 
 def test_its_own_commits_do_not_wake_it(db_url, woken):
     calls, called = woken
-    notify(db_url, str(os.getpid()))
+    notify(db_url, notices.sender())
     assert not called.wait(0.5)  # its own writer's settling already wakes its engine
     notify(db_url, "other")
     assert called.wait(10) and len(calls) == 1
 
 
-def test_a_servers_group_commit_is_announced_with_its_process_id(db_url):
+def test_a_servers_group_commit_is_announced_with_its_host_and_process_id(db_url):
     server = start_server(db_url)
     try:
         with psycopg.connect(dsn(db_url), autocommit=True) as conn:
@@ -68,6 +68,6 @@ def test_a_servers_group_commit_is_announced_with_its_process_id(db_url):
                                                               "kind": "gpu_xid", "attrs": {"xid": 79}}])
             assert answer.json()["accepted"] == 1
             heard = [notice.payload for notice in conn.notifies(timeout=10, stop_after=1)]
-        assert heard == [str(server.process.pid)]
+        assert heard == [f"{socket.gethostname()}:{server.process.pid}"]
     finally:
         server.stop()
