@@ -26,17 +26,6 @@ log = logging.getLogger("faultgraph")
 def run_workers(serve: Callable[[socket.socket], None], sock: socket.socket, workers: int) -> int:
     """Fork `workers` processes each running `serve(sock)`; wait for them; the exit code."""
     children: set[int] = set()
-    for _ in range(workers):
-        pid = os.fork()
-        if pid == 0:  # the worker
-            code = 0
-            try:
-                serve(sock)
-            except BaseException:
-                log.exception("worker %d failed", os.getpid())
-                code = 1
-            os._exit(code)
-        children.add(pid)
     stopping = False
 
     def stop_all(signum: int, _frame: object = None) -> None:
@@ -48,9 +37,25 @@ def run_workers(serve: Callable[[socket.socket], None], sock: socket.socket, wor
             except ProcessLookupError:
                 pass
 
+    # Handlers before the first fork: a signal between two forks still reaches the forked.
     signal.signal(signal.SIGTERM, stop_all)
     signal.signal(signal.SIGINT, stop_all)
-    log.info("%d workers serving: %s", workers, " ".join(map(str, sorted(children))))
+    for _ in range(workers):
+        if stopping:
+            break
+        pid = os.fork()
+        if pid == 0:  # the worker: uvicorn installs its own handlers while it serves
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            code = 0
+            try:
+                serve(sock)
+            except BaseException:
+                log.exception("worker %d failed", os.getpid())
+                code = 1
+            os._exit(code)
+        children.add(pid)
+    log.info("%d workers serving: %s", len(children), " ".join(map(str, sorted(children))))
     code = 0
     while children:
         pid, status = os.wait()
