@@ -25,6 +25,7 @@ from collections.abc import Callable
 import psycopg
 from sqlalchemy.engine import Engine
 
+from faultgraph.service import store
 from faultgraph.service.loops import Loop
 
 log = logging.getLogger(__name__)
@@ -47,8 +48,7 @@ class Lease:
         self._conn: psycopg.Connection | None = None
         self._loop = Loop("lease", self._renew, interval=interval)
         if engine.dialect.name == "postgresql":
-            url = engine.url.set(drivername="postgresql")
-            self._dsn = url.render_as_string(hide_password=False)
+            self._dsn = store.libpq_dsn(engine.url)
             self._loop.start().wake()  # the first try at once, then every `interval`
 
     @property

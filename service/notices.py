@@ -20,6 +20,7 @@ from collections.abc import Callable
 import psycopg
 from sqlalchemy.engine import Connection, Engine
 
+from faultgraph.service import store
 from faultgraph.service.loops import Loop
 
 CHANNEL = "faultgraph_commits"
@@ -41,7 +42,7 @@ class Listener:
 
     def __init__(self, engine: Engine, on_commits: Callable[[], None], *,
                  quiet_s: float = 0.2, max_wait_s: float = 5.0) -> None:
-        self._dsn = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._dsn = store.libpq_dsn(engine.url)
         self._on_commits = on_commits
         self._quiet_s = quiet_s
         self._max_wait_s = max_wait_s

@@ -120,6 +120,12 @@ def make_engine(url: str, settings: Settings | None = None) -> Engine:
     return sa.create_engine(parsed)
 
 
+def libpq_dsn(url: str | sa.URL) -> str:
+    """A PostgreSQL URL as psycopg's own connection string, for a connection kept apart from
+    the engine's pool (the leader lease, commit notices)."""
+    return sa.engine.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 def duckdb_config(settings: Settings) -> dict[str, str | int]:
     """DuckDB's memory and threads, set rather than left to its defaults (80 % of the
     machine's RAM, one thread per core): the store then costs the same whatever it holds,

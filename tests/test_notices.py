@@ -6,7 +6,6 @@ import threading
 
 import psycopg
 import pytest
-import sqlalchemy as sa
 from conftest import chosen_backend, start_server
 
 from faultgraph.service import notices, store
@@ -15,13 +14,9 @@ pytestmark = [pytest.mark.postgres,
               pytest.mark.skipif(chosen_backend() == "duckdb", reason="notices pass between replicas on PostgreSQL")]
 
 
-def dsn(db_url: str) -> str:
-    return sa.make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
 def notify(db_url: str, *payloads: str) -> None:
     """Notices from another session, in one transaction (delivered together at its commit)."""
-    with psycopg.connect(dsn(db_url)) as conn:
+    with psycopg.connect(store.libpq_dsn(db_url)) as conn:
         for payload in payloads:
             conn.execute("SELECT pg_notify(%s, %s)", (notices.CHANNEL, payload))
 
@@ -62,7 +57,7 @@ def test_its_own_commits_do_not_wake_it(db_url, woken):
 def test_a_servers_group_commit_is_announced_with_its_host_and_process_id(db_url):
     server = start_server(db_url)
     try:
-        with psycopg.connect(dsn(db_url), autocommit=True) as conn:
+        with psycopg.connect(store.libpq_dsn(db_url), autocommit=True) as conn:
             conn.execute(f"LISTEN {notices.CHANNEL}")
             answer = server.client.post("/v1/events", json=[{"time": "2026-11-30T10:00:00Z", "host": "node0001",
                                                               "kind": "gpu_xid", "attrs": {"xid": 79}}])
