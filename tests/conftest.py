@@ -43,6 +43,11 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def child_pids(pid: int) -> list[int]:
+    """A server's worker processes (`serve --workers`); none for a single process."""
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

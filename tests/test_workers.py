@@ -8,14 +8,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import chosen_backend, start_server, stored_ids
+from conftest import child_pids, chosen_backend, start_server, stored_ids
 from typer.testing import CliRunner
 
 from faultgraph.service.cli import app
-
-
-def workers_of(pid: int) -> list[int]:
-    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
 def test_more_than_one_worker_on_a_duckdb_file_is_refused_by_name(tmp_path):
@@ -28,7 +24,7 @@ def test_more_than_one_worker_on_a_duckdb_file_is_refused_by_name(tmp_path):
 def test_workers_share_the_socket_store_everything_and_stop_together(db_url):
     server = start_server(db_url, args=("--workers", "2"))
     try:
-        workers = workers_of(server.process.pid)
+        workers = child_pids(server.process.pid)
         assert len(workers) == 2
         ids = [f"w{i}" for i in range(40)]
         for i, event_id in enumerate(ids):  # a fresh connection each: the kernel picks the worker
@@ -57,7 +53,7 @@ def test_workers_share_the_socket_store_everything_and_stop_together(db_url):
 def test_a_worker_that_dies_takes_the_service_down_for_its_manager_to_restart(db_url):
     server = start_server(db_url, args=("--workers", "2"))
     try:
-        first, second = workers_of(server.process.pid)
+        first, second = child_pids(server.process.pid)
         os.kill(first, signal.SIGKILL)
         assert server.process.wait(timeout=30) == 1
         deadline = time.monotonic() + 10

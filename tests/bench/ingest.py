@@ -34,7 +34,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conftest import fresh_postgres_database, peak_rss_mib, start_server  # noqa: E402
+from conftest import child_pids, fresh_postgres_database, peak_rss_mib, start_server  # noqa: E402
 
 from faultgraph.service import store  # noqa: E402
 from faultgraph.service.cluster import Cluster  # noqa: E402
@@ -193,7 +193,7 @@ def measure(bodies: list[bytes], concurrency: int, server_db: str, ceiling_db: s
         elapsed, accepted = asyncio.run(post_all(server.url, bodies, concurrency))
         p50, p99 = query_latency(server.url)
         pid = server.process.pid
-        rss = max(peak_rss_mib(int(p)) for p in [pid, *Path(f"/proc/{pid}/task/{pid}/children").read_text().split()])
+        rss = max(peak_rss_mib(p) for p in [pid, *child_pids(pid)])
     finally:
         server.stop()
     size = store_mib(server_db)

@@ -29,7 +29,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conftest import free_port, peak_rss_mib, start_server  # noqa: E402
+from conftest import child_pids, free_port, peak_rss_mib, start_server  # noqa: E402
 
 from faultgraph.ingest.parse import parse_line  # noqa: E402
 from faultgraph.simulate.scenarios import storm  # noqa: E402
@@ -124,10 +124,9 @@ def client_process(url: str, path: str, bodies: list[bytes], go: mp.Event, out: 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU a server has used so far (all its threads, and its workers' with
     `--workers`)."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return own + sum(cpu_seconds(int(child)) for child in children)
+    return own + sum(cpu_seconds(child) for child in child_pids(pid))
 
 
 def blast(url: str, path: str, bodies: list[bytes], clients: int, pid: int) -> dict:
