@@ -358,9 +358,9 @@ def _create_postgres_indexes(conn: Connection) -> None:
                                  f'ON "{table_name}" ({quoted})')
     for table_name, indexes in POSTGRES_INDEXES.items():
         for columns in indexes:
-            names = [column.split()[0] for column in columns]
-            name = f"ix_{table_name}_{'_'.join(names)}"
-            quoted = ", ".join(f'"{column}" {" ".join(rest)}'.rstrip() for column, *rest in map(str.split, columns))
+            parts = [column.split() for column in columns]  # a column, then perhaps its operator class
+            name = f"ix_{table_name}_{'_'.join(part[0] for part in parts)}"
+            quoted = ", ".join(" ".join([f'"{part[0]}"', *part[1:]]) for part in parts)
             conn.exec_driver_sql(f'CREATE INDEX IF NOT EXISTS "{name}" ON "{table_name}" ({quoted})')
 
 
