@@ -135,7 +135,11 @@ def test_a_real_slurm_job_registers_itself_through_prolog_and_epilog(tmp_path: P
         cluster.wait(running, states=frozenset({"RUNNING"}))
         cluster.scontrol("requeue", running)
         cluster.wait(running, states=frozenset({"PENDING"}))
-        cluster.scontrol("update", f"JobId={running}", "StartTime=now")  # skip Slurm's requeue delay
+        # Skip Slurm's requeue delay, but not all of it: slurmd revoked the first run's
+        # credential at one-second resolution, and a credential issued in that same second
+        # is refused ("Job credential revoked"), which fails the job instead of restarting it.
+        time.sleep(2)
+        cluster.scontrol("update", f"JobId={running}", "StartTime=now")
         fields = cluster.wait(running, states=frozenset({"RUNNING"}))
         assert fields["Restarts"] == "1"
         _wait_for_event(server, f"slurm-{running}", "job_restart")
