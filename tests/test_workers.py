@@ -62,3 +62,28 @@ def test_a_worker_that_dies_takes_the_service_down_for_its_manager_to_restart(db
         assert not Path(f"/proc/{second}").exists()
     finally:
         server.stop()
+
+
+def _gone(pid: int) -> bool:
+    """Exited: no process, or a zombie nobody has reaped yet (its parent was killed)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(chosen_backend() == "duckdb", reason="workers share a PostgreSQL store")
+def test_workers_stop_when_their_parent_is_killed_outright(db_url):
+    server = start_server(db_url, args=("--workers", "2"))
+    try:
+        workers = child_pids(server.process.pid)
+        assert len(workers) == 2
+        server.process.kill()  # SIGKILL: the parent cannot pass anything on
+        server.process.wait(timeout=10)
+        deadline = time.monotonic() + 30
+        while not all(_gone(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(_gone(pid) for pid in workers), "orphaned workers still serving"
+    finally:
+        server.stop()
