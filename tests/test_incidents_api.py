@@ -138,12 +138,14 @@ def test_a_host_whose_agent_goes_quiet_is_marked_lost(db_url):
 
     from conftest import serve_in_process
 
-    srv = serve_in_process(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"})
+    # A timeout with room for a loaded CI: node0002 beats every ~0.3 s plus a request's time,
+    # and a 1 s timeout once caught it between two beats.
+    srv = serve_in_process(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "4"})
     try:
         now = datetime.now(UTC)
         beat = [{"time": iso(now), "host": host, "kind": "host_heartbeat", "attrs": {"state": "ok"}} for host in ("node0001", "node0002")]
         srv.client.post("/v1/events", json=beat)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         lost = []
         while time.monotonic() < deadline and len(lost) < 2:
             srv.client.post("/v1/events", json=[{**beat[1], "time": iso(datetime.now(UTC))}])  # node0002 keeps beating
