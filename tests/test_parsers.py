@@ -173,32 +173,51 @@ EXTRA: list[tuple[str, dict[str, Any] | None]] = [
     # pytorch/pytorch#58155, NVIDIA/srt-slurm#307: the job's own view of a hardware fault
     ("RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
      {"kinds": ["nvlink_error"], "attrs": {"cause": "nvlink"}}),
-    # Kernel reports quoted in public repositories' text (found with find_string):
-    ("[   72.440015] EXT4-fs error (device sda1) in ext4_reserve_inode_write:4735: Out of memory",
+    # voidlinux/void-packages#4804 (a syslog line with an RFC 3339 stamp)
+    ("2016-09-12T14:15:22.100770+01:00 ok kernel: [ 1099.228378] EXT4-fs error (device sda1): "
+     "ext4_lookup:1607: inode #525615: comm Cache2 I/O: deleted inode referenced: 530632",
      {"kinds": ["host_disk"], "attrs": {"device": "sda1"}}),
-    ("    print_req_error: I/O error, dev nvme0n1, sector 9240",
-     {"kinds": ["host_disk"], "attrs": {"device": "nvme0n1", "sector": 9240}}),
-    ("[  603.860958] nvme nvme0: controller is down; will reset: CSTS=0xffffffff, PCI_STATUS=0xffff",
+    # axboe/fio#862
+    ("[ 1993.291923] print_req_error: I/O error, dev nvme0n1, sector 12534528 flags 104001",
+     {"kinds": ["host_disk"], "attrs": {"device": "nvme0n1", "sector": 12534528}}),
+    # Joshua-Riek/ubuntu-rockchip#155
+    ("May 21 18:07:14 sangje-desktop kernel: [   40.991192] nvme nvme0: controller is down; will reset: "
+     "CSTS=0xffffffff, PCI_STATUS read failed (134)",
      {"kinds": ["host_disk"], "attrs": {"device": "nvme0"}}),
-    ("Kernel panic - not syncing: Watchdog detected hard LOCKUP on cpu 0",
+    # systemd/systemd-centos-ci#660
+    ("[   36.560762] Kernel panic - not syncing: softlockup: hung tasks",
      {"kinds": ["host_kernel"], "attrs": {"event": "panic"}}),
-    ("[164.964389] watchdog: CPU3: Watchdog detected hard LOCKUP on cpu 3",
+    # TobleMiner/wintron7.0#2 and aabc/ipt-ratelimit#3
+    ("NMI watchdog: Watchdog detected hard LOCKUP on cpu 3",
      {"kinds": ["host_kernel"], "attrs": {"event": "hard_lockup", "cpu": 3}}),
-    ("[  +0.000006] NETDEV WATCHDOG: eth0 (r8169): transmit queue 0 timed out",
-     {"kinds": ["nic_error"], "attrs": {"driver": "r8169", "queue": 0}, "device": "eth0"}),
-    # A public PyTorch watchdog log (the lines that follow a remote failure, one per line as
-    # an agent reads them; found with find_string "ncclRemoteError: A call failed possibly")
-    ("[rank1]:[E ProcessGroupNCCL.cpp:1414] [PG 0 Rank 1] Process group watchdog thread terminated "
-     "with exception: NCCL error: remote process exited or there was a network error, NCCL "
-     "version 2.20.5",
-     {"kinds": ["nccl_error"], "attrs": {"code": "ncclRemoteError", "pg_rank": 1}, "rank": 1}),
+    ("[86185.359253] Watchdog detected hard LOCKUP on cpu 1",
+     {"kinds": ["host_kernel"], "attrs": {"event": "hard_lockup", "cpu": 1}}),
+    # openbmc/openbmc#3192
+    ("[   91.153715] NETDEV WATCHDOG: eth0 (ftgmac100): transmit queue 0 timed out",
+     {"kinds": ["nic_error"], "attrs": {"driver": "ftgmac100", "queue": 0}, "device": "eth0"}),
+    # NVIDIA/nccl#2076: the lines PyTorch prints after a remote failure, one per line as an
+    # agent reads them
+    ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+     "NCCLUtils.hpp:268, remote process exited or there was a network error, NCCL version 2.21.5",
+     {"kinds": ["nccl_error"], "attrs": {"code": "ncclRemoteError", "nccl_version": "2.21.5"}}),
     ("ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
      "prematurely.", {"kinds": ["nccl_error"], "attrs": {"code": "ncclRemoteError"}}),
     ("Last error:", None),
-    ("socketProgress: Connection closed by remote peer gpu-node1.int.hpcie.labs.faculty.ie.edu<45074>",
-     {"kinds": ["nccl_error"], "attrs": {"transport": "socket", "peer_port": 45074},
-      "peer": "gpu-node1.int.hpcie.labs.faculty.ie.edu"}),
-    # NCCL issue log quoted in a vLLM report: newer NCCL names the device and port
+    # pytorch/pytorch#150916: the watchdog's what() for the same failure, and the socket line
+    # under its "Last error:"
+    ("  what():  [PG ID 0 PG GUID 0(default_pg) Rank 1] Process group watchdog thread terminated with "
+     "exception: NCCL error: remote process exited or there was a network error, NCCL version 2.21.5",
+     {"kinds": ["nccl_error"], "attrs": {"code": "ncclRemoteError", "pg_rank": 1}, "rank": 1}),
+    ("socketProgress: Connection closed by remote peer ip-172-31-36-217.eu-north-1.compute.internal<59116>",
+     {"kinds": ["nccl_error"], "attrs": {"transport": "socket", "peer_port": 59116},
+      "peer": "ip-172-31-36-217.eu-north-1.compute.internal"}),
+    # NVIDIA/nccl-tests#166
+    ("gpu004:2200689:2200706 [3] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by "
+     "remote peer gpu004.ds-a4-r02.abc.com<55693>",
+     {"kinds": ["nccl_error"], "attrs": {"transport": "socket", "peer_port": 55693},
+      "peer": "gpu004.ds-a4-r02.abc.com"}),
+    # vllm-project/vllm#5342, after Ray's "(RayWorkerWrapper pid=142935) " prefix: newer NCCL
+    # names the device and port
     ("07d92dd514d4:142935:143254 [0] transport/net_ib.cc:100 NCCL WARN NET/IB : mlx5_3:1 Got "
      "async event : GID table change",
      {"kinds": ["nic_error"], "attrs": {"port": 1, "text": "GID table change"}, "device": "mlx5_3"}),
