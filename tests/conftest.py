@@ -48,6 +48,16 @@ def child_pids(pid: int) -> list[int]:
     return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
+def wait_until(condition, *, within: float, what: str) -> float:
+    """Poll `condition` until true; the seconds it took, or fail after `within`."""
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > within:
+            raise AssertionError(f"{what}: not within {within:.0f} s")
+        time.sleep(0.1)
+    return time.monotonic() - started
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

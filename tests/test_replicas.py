@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
-from conftest import Server, chosen_backend, start_server, stored_ids
+from conftest import Server, chosen_backend, start_server, stored_ids, wait_until
 from test_incidents_api import gpu_falls_off
 
 pytestmark = pytest.mark.skipif(chosen_backend() == "duckdb", reason="replicas share a PostgreSQL store")
@@ -21,16 +21,6 @@ WRITERS_PER_REPLICA = 2
 
 def leading(srv: Server) -> bool:
     return srv.client.get("/healthz").json()["leader"]
-
-
-def wait_until(condition, *, within: float, what: str) -> float:
-    """Poll `condition` until true; the seconds it took, or fail after `within`."""
-    started = time.monotonic()
-    while not condition():
-        if time.monotonic() - started > within:
-            raise AssertionError(f"{what}: not within {within:.0f} s")
-        time.sleep(0.1)
-    return time.monotonic() - started
 
 
 def noise(ids: list[str]) -> list[dict]:
