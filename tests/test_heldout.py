@@ -1,0 +1,56 @@
+"""The held-out families (simulate/heldout.py): deterministic, and every fault's truth names a
+component of the topology and a cause and category of the SPEC's vocabulary (§6, written out
+here rather than read from the code under test)."""
+
+from __future__ import annotations
+
+import pytest
+
+from faultgraph.simulate.heldout import FAMILIES, heldout_set
+from faultgraph.simulate.scenarios import Scenario
+
+# SPEC §6: each cause belongs to one category, as in the Llama 3 table.
+CATEGORY_OF = {
+    **dict.fromkeys(("faulty_gpu", "gpu_hbm", "gpu_sram", "gpu_system_processor", "gpu_thermal",
+                     "silent_data_corruption", "gpu_fell_off_bus", "nvlink", "nvswitch"), "gpu"),
+    **dict.fromkeys(("nic", "cpu", "system_memory", "ssd", "power_supply", "chassis", "io_expansion_board"), "host"),
+    "network_switch_cable": "network",
+    **dict.fromkeys(("software_bug", "dependency"), "software"),
+    **dict.fromkeys(("host_maintenance", "planned_maintenance"), "maintenance"),
+    **dict.fromkeys(("nccl_watchdog", "unknown"), "unknown"),
+}
+ACTIONS = {"evict", "restart", "replace", "rollback", "none"}
+
+
+@pytest.fixture(scope="module")
+def scenario() -> Scenario:
+    return heldout_set(12, seed=5, hosts=16)
+
+
+def test_same_seed_same_scenario(scenario: Scenario) -> None:
+    again = heldout_set(12, seed=5, hosts=16)
+    assert again.records == scenario.records and again.truth == scenario.truth
+    assert heldout_set(12, seed=6, hosts=16).records != scenario.records
+
+
+def test_every_fault_has_truth_in_the_topology_and_the_spec_vocabulary(scenario: Scenario) -> None:
+    components = {c["id"] for c in scenario.topology["components"]}
+    assert len(scenario.truth) == 12
+    assert {f["mechanism"] for f in scenario.truth} == set(FAMILIES)
+    for fault in scenario.truth:
+        assert fault["root_component"] in components, fault
+        assert fault["cause"] in CATEGORY_OF, fault
+        assert fault["category"] == CATEGORY_OF[fault["cause"]], fault
+        assert fault["action"] in ACTIONS, fault
+        assert fault["root_component"].split("/")[0] not in {d.split("/")[0] for d in fault["decoys"]}, fault
+
+
+def test_no_faults_no_truth() -> None:
+    quiet = heldout_set(0, seed=1, hosts=8)
+    assert quiet.truth == [] and quiet.records
+
+
+@pytest.mark.parametrize("kwargs", [{"n_faults": -1}, {"n_faults": 2.5}, {"hosts": 3}, {"hosts": "64"}])
+def test_bad_arguments_raise(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        heldout_set(**kwargs)  # type: ignore[arg-type]
