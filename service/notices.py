@@ -14,6 +14,7 @@ to send or hear.
 
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
 
@@ -50,6 +51,8 @@ class Listener:
         self._conn: psycopg.Connection | None = None
         self._first: float | None = None  # the first notice `on_commits` has not followed
         self._last = 0.0
+        # Set once LISTEN is in effect: PostgreSQL delivers no notice sent before it.
+        self.listening = threading.Event()
         self._loop = Loop("notices", self._listen, interval=0.0)
         self._loop.start()
 
@@ -64,6 +67,7 @@ class Listener:
             self._conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=5,
                                          application_name="faultgraph-notices")
             self._conn.execute(f"LISTEN {CHANNEL}")
+            self.listening.set()
         due = 1.0 if self._first is None else max(0.0, min(self._last + self._quiet_s, self._first + self._max_wait_s)
                                                    - time.monotonic())
         for notice in self._conn.notifies(timeout=due, stop_after=1):

@@ -33,6 +33,7 @@ def woken(db_url):
         called.set()
 
     listener = notices.Listener(engine, on_commits, quiet_s=0.05)
+    assert listener.listening.wait(10)  # a notice sent before LISTEN is never delivered
     yield calls, called
     listener.close()
     engine.dispose()
