@@ -423,17 +423,18 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
     total_score = sum(entry["score"] for entry in totals.values()) or 1.0
     ranked = sorted(totals, key=lambda c: (-totals[c]["score"], c))
     draft.candidates = [{"component": c, "score": round(totals[c]["score"] / total_score, 4)} for c in ranked[:5]]
-    if ranked and not (anomalies and totals[ranked[0]]["score"] < 0.5):
+    runner_up = totals[ranked[1]]["score"] if len(ranked) > 1 else 0.0
+    confidence = _confidence(totals[ranked[0]]["score"], runner_up, totals[ranked[0]]["rules"]) if ranked else 0.0
+    # A loss spike or NaN is itself the finding: a part is named beside it only on strong
+    # evidence (a GPU's XID, say), not on whatever weak noise happened to be nearby.
+    if ranked and not (anomalies and (totals[ranked[0]]["score"] < 0.5 or confidence < LOW_CONFIDENCE)):
         root = ranked[0]
         entry = totals[root]
         cause = _pick_cause(entry)
         evidence_ids = sorted(set(entry["evidence"]))
-        runner_up = totals[ranked[1]]["score"] if len(ranked) > 1 else 0.0
-        confidence = _confidence(entry["score"], runner_up, entry["rules"])
     else:
-        root, evidence_ids = None, []
+        root, confidence = None, 0.0
         cause = "silent_data_corruption" if anomalies else "nccl_watchdog"
-        confidence = 0.0
         evidence_ids = [i.id for i in anomalies]
     cited = [i for i in (*draft.evidence, *draft.members) if i.id in set(evidence_ids)]
     first = min(cited, key=effective_time) if cited else None
@@ -450,7 +451,7 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
         draft.action = rollback.plan(draft.job, anomalies, lifecycle)
     explanation = _explain(draft, root, cause, cited, draft.action)
     if confidence < LOW_CONFIDENCE:
-        explanation += " " + _would_settle(draft, ranked, placement)
+        explanation += " " + _would_settle(draft, ranked, placement, cause)
     draft.root_cause = {
         "component": root,
         "kind": first.event["kind"] if first else None,
@@ -475,8 +476,11 @@ def _confidence(score: float, runner_up: float, rules: set[str]) -> float:
     return round(max(0.0, min(0.99, lead * strength * independent)), 4)
 
 
-def _would_settle(draft: Draft, ranked: list[str], placement: Placement | None) -> str:
+def _would_settle(draft: Draft, ranked: list[str], placement: Placement | None, cause: str) -> str:
     """What on-call could look at to settle a low-confidence root."""
+    if cause == "silent_data_corruption":  # the numbers went wrong and no part says why
+        return ("To find the part: replay the steps from that checkpoint on the same ranks and compare "
+                "them, or run the long GPU diagnostic (`dcgmi diag -r 3`) on the job's hosts.")
     if not ranked:
         return ("To settle it: the flight-recorder dump (TORCH_NCCL_TRACE_BUFFER_SIZE) of the ranks that "
                 "did not time out, or py-spy stacks of every rank.")

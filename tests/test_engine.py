@@ -250,3 +250,32 @@ def test_a_week_of_benign_noise_on_2048_hosts_opens_nothing():
     kinds = {e["kind"] for e in events}
     assert {"nic_link", "host_heartbeat", "gpu_xid", "pcie_aer", "host_kernel"} <= kinds
     assert analyse(sorted(events, key=lambda e: (e["time"], e["id"])), snapshot) == []
+
+
+def _nan_after_checkpoint(stream: Stream) -> None:
+    """A checkpoint, then the job's loss goes NaN: one job-wide anomaly, posted by rank 0's host."""
+    stream.add("checkpoint_save", "node0000", T0 - timedelta(minutes=20), job="j1", attrs={"step": 900})
+    stream.add("train_anomaly", "node0000", T0, job="j1", attrs={"type": "nan", "step": 1042})
+
+
+def test_a_job_wide_nan_names_no_part_on_weak_noise(cluster):
+    """Silent data corruption shows only in the numbers: neither the host that logged the loss
+    nor a correctable error nearby is the part, so none is named and the way to find it is said."""
+    stream = Stream()
+    _nan_after_checkpoint(stream)
+    stream.add("pcie_aer", "node0009", T0 - timedelta(minutes=1), severity="warning",
+               attrs={"severity": "corrected", "device": "0000:17:00.0"})
+    [incident] = analyse(stream.sorted(), cluster)
+    root = incident.root_cause
+    assert root["component"] is None and root["cause"] == "silent_data_corruption" and root["confidence"] == 0
+    assert incident.action["kind"] == "rollback" and incident.action["checkpoint"]["step"] == 900
+    assert "dcgmi diag -r 3" in root["explanation"]
+
+
+def test_a_nan_beside_a_gpus_uncorrectable_error_names_that_gpu(cluster):
+    stream = Stream()
+    _nan_after_checkpoint(stream)
+    stream.add("gpu_xid", "node0003", T0 - timedelta(seconds=30), component="node0003/gpu2", severity="critical",
+               attrs={"xid": 48})
+    [incident] = analyse(stream.sorted(), cluster)
+    assert incident.root_cause["component"] == "node0003/gpu2" and incident.root_cause["category"] == "gpu"
