@@ -97,6 +97,8 @@ def classify(event: dict[str, Any]) -> Signal:
     severity = _severity(event)
     if entry is not None:
         cause, interrupts, role = entry.cause, entry.interrupts, entry.role
+        if kind == "gpu_xid":  # a containment Xid's unit says HBM, SRAM or the GPU's processor
+            cause = catalogue.xid_cause(attrs["xid"], attrs.get("unit")) or cause
         severity = event.get("severity") or entry.severity
     else:
         cause = attrs.get("cause") or KIND_DEFAULTS.get(kind, "unknown")

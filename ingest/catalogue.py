@@ -116,6 +116,7 @@ class Catalogue:
     xid: dict[int, CodeEntry]
     sxid: dict[int, CodeEntry]
     sxid_units: dict[int, dict[str, str]]
+    containment_units: dict[str, str]
     rules: tuple[Rule, ...]
     extractors: tuple[Extractor, ...]
     maps: dict[str, dict[str, str]]
@@ -211,7 +212,10 @@ def load_dir(directory: Path) -> Catalogue:
     Raises ValueError naming the file and entry of the first bad value (a cause not in
     SPEC §6, an unknown kind, severity, action, map or source, a bad regex).
     """
-    xid, _ = _codes(directory / "xid.toml", "xid")
+    xid, xid_data = _codes(directory / "xid.toml", "xid")
+    containment = dict(xid_data["containment_units"])
+    for name, cause in containment.items():
+        _check_cause(cause, f"xid.toml containment_units {name!r}")
     sxid, sxid_data = _codes(directory / "sxid.toml", "sxid")
     units = {int(k): v for k, v in sxid_data["units"].items()}
     for k, unit in units.items():
@@ -236,7 +240,7 @@ def load_dir(directory: Path) -> Catalogue:
         _check_cause(entry["cause"], f"fabric_manager.toml code {k}")
         _check(entry["severity"], SEVERITIES, "severity", f"fabric_manager.toml code {k}")
     return Catalogue(
-        xid=xid, sxid=sxid, sxid_units=units, rules=_rules(data, maps), extractors=extractors,
+        xid=xid, sxid=sxid, sxid_units=units, containment_units=containment, rules=_rules(data, maps), extractors=extractors,
         maps=maps, int_attrs=frozenset(data["types"]["int"]),
         null_values=frozenset(data["types"]["null"]), nvlink5=nvlink5, fm_codes=fm_codes,
     )
@@ -245,6 +249,21 @@ def load_dir(directory: Path) -> Catalogue:
 def xid(code: int) -> CodeEntry | None:
     """The catalogue entry for an XID code, or None for a code NVIDIA has not documented."""
     return load().xid.get(code)
+
+
+# The error-containment Xids, whose line names the unit the error was in.
+CONTAINMENT_XIDS = frozenset({94, 95})
+
+
+def xid_cause(code: int, unit: str | None = None) -> str | None:
+    """The cause of an Xid: for a containment Xid its unit's, when the unit is listed, else
+    the code's own; None for a code NVIDIA has not documented."""
+    entry = xid(code)
+    if entry is None:
+        return None
+    if code in CONTAINMENT_XIDS and unit:
+        return load().containment_units.get(unit, entry.cause)
+    return entry.cause
 
 
 def nvlink5(xid: int, unit: str, intrinfo: int, error_status: int) -> Nvlink5Row | None:

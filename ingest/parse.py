@@ -176,7 +176,8 @@ def _classify(rule: catalogue.Rule, attrs: dict[str, Any]) -> tuple[str, str, st
     if rule.codes == "xid" and "xid" in attrs:
         entry = catalogue.xid(attrs["xid"])
         if entry:
-            severity, cause, role = entry.severity, entry.cause, entry.role
+            severity, role = entry.severity, entry.role
+            cause = catalogue.xid_cause(attrs["xid"], attrs.get("unit")) or entry.cause
     elif rule.codes == "sxid" and "sxid" in attrs:
         entry = catalogue.sxid(attrs["sxid"])
         cause = catalogue.sxid_cause(attrs["sxid"])

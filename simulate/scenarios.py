@@ -453,10 +453,13 @@ def _hbm_uncontained_ecc(b: _Builder, job: _Job, t: datetime) -> _Hit:
     rank, host, gpu = _victim(b, job)
     pci = b.hosts[host].gpu_pci[gpu]
     pid = job.pid_base + gpu
+    addr = b.rng.randrange(1 << 36)
     if b.rng.random() < 0.5:
-        b.kernel(t, host, *_xid(pci, 95, "Uncontained: LTC TAG (0x2,0x0). RST: Yes, D-RST: No", pid))
+        # The driver's format for a DRAM-located containment error (open-gpu-kernel-modules,
+        # kern_gpu_error_cont_ga100.c): an HBM error names the FB DED unit and its physAddr.
+        b.kernel(t, host, *_xid(pci, 95, f"Uncontained: FB DED (0x{b.rng.randrange(8):x}, 0x{b.rng.randrange(2):x}). "
+                                f"physAddr: 0x{addr:08x} RST: Yes, D-RST: No", pid))
     else:
-        addr = b.rng.randrange(1 << 36)
         b.kernel(t, host, *_xid(pci, 48, f"An uncorrectable double bit error (DBE) has been detected "
                                 f"on GPU in the framebuffer at physAddr 0x{addr:x} partition "
                                 f"{b.rng.randrange(8)}, subpartition {b.rng.randrange(2)}.", pid))

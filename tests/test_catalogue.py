@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from faultgraph.attribution.classify import classify
 from faultgraph.ingest import catalogue
 from faultgraph.ingest.causes import CAUSE_CATEGORY
 from faultgraph.ingest.parse import parse_line
@@ -83,6 +84,32 @@ def test_key_xid_mappings(code: int, cause: str, category: str, interrupts: bool
         cause, category, interrupts, action)
 
 
+# The driver's own example lines (open-gpu-kernel-modules, kern_gpu_error_cont_ga100.c at
+# df1c9a3de2be4b130f4fc7680f7198193d8ac6ad, the comment of _gpuGenerateErrorLog), and its
+# DRAM-located form filled in from the format string beside them ("%s: %s (0x%x, 0x%x).
+# physAddr: 0x%08llx RST: %s, D-RST: %s"), marked as built from that format.
+@pytest.mark.parametrize(("line", "unit", "cause"), [
+    ("NVRM: Xid (PCI:0000:01:00): 95, pid=7062, Uncontained: LTC TAG (0x2, 0x1). RST: Yes, D-RST: No",
+     "LTC TAG", "gpu_sram"),
+    ("NVRM: Xid (PCI:0000:01:00): 94, pid=7062, Contained: CE User Channel (0x9). RST: No, D-RST: No",
+     "CE User Channel", "gpu_hbm"),  # a copy engine consumed the bad data: the code's own cause
+    ("NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No",
+     "CE User Channel", "gpu_hbm"),  # under MIG: the GPU instance is named too
+    # built from the DRAM format string:
+    ("NVRM: Xid (PCI:0000:01:00): 95, pid=7062, Uncontained: FB DED (0x3, 0x1). physAddr: 0x1f2e3d4c RST: Yes, D-RST: No",
+     "FB DED", "gpu_hbm"),
+])
+def test_containment_xids_take_the_cause_of_their_unit(line: str, unit: str, cause: str) -> None:
+    """Llama 3 counts HBM and SRAM apart: Xid 94/95 say which by the unit they name."""
+    event = parse_line(line, host="node0001")
+    assert event is not None and event["kind"] == "gpu_xid" and event["attrs"]["pci"] == "0000:01:00"
+    assert event["attrs"]["unit"] == unit and event["attrs"]["cause"] == cause
+    assert classify(event | {"id": "e1"}).cause == cause  # the engine reads the unit as the parser does
+    assert ("GPU-I" in line) == (event["attrs"].get("gpu_instance") == 5)
+    assert catalogue.xid_cause(95, "SM") == "gpu_sram" and catalogue.xid_cause(95, "GSP") == "gpu_system_processor"
+    assert catalogue.xid_cause(48, "LTC TAG") == "gpu_hbm"  # only the containment codes name a unit
+
+
 def test_consequence_xids_are_cascades() -> None:
     for code in (45, 154):
         entry = catalogue.xid(code)
@@ -146,6 +173,7 @@ def _copy(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(("name", "old", "new", "message"), [
     ("xid.toml", 'cause = "gpu_fell_off_bus"', 'cause = "cosmic_rays"', "not a SPEC §6 cause"),
     ("xid.toml", 'action = "evict"', 'action = "pray"', "action"),
+    ("xid.toml", '"SM" = "gpu_sram"', '"SM" = "gpu_gremlins"', "not a SPEC §6 cause"),
     ("sxid.toml", 'cause = "nvlink"}', 'cause = "gremlins"}', "not a SPEC §6 cause"),
     ("patterns.toml", 'cause = "ssd"', 'cause = "disk"', "not a SPEC §6 cause"),
     ("patterns.toml", 'kind = "host_oom"', 'kind = "host_sadness"', "kind"),
