@@ -245,7 +245,7 @@ def _combine(votes: Sequence[Vote]) -> dict[str, dict[str, Any]]:
         entry["evidence"].extend(vote.evidence)
         entry["rules"].add(vote.rule)
         if vote.cause:
-            entry["causes"][vote.cause] += vote.score
+            entry["causes"][vote.cause] += vote.score * vote.cause_share
     # A host blamed as a whole yields to a part of it that has its own evidence: the
     # part is the more precise root (a dead GPU silences its host's ranks too).
     # Weak noise on a part (a corrected error, a warning) does not make it the host's root.

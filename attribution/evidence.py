@@ -41,6 +41,8 @@ class Vote:
     rule: str
     cause: str | None = None
     evidence: list[str] = field(default_factory=list)
+    # How much of `score` counts when the component's cause is chosen among its votes'.
+    cause_share: float = 1.0
 
 
 class Peers(Protocol):
@@ -66,6 +68,12 @@ def component_cause(item: Item, topology: Topology | None) -> str:
     return cause
 
 
+# A cause known second-hand blames its part fully but counts at this share when the part's
+# cause is chosen: a hardware error a training process echoes (CUDA's "uncorrectable ECC
+# error encountered" cannot tell HBM from SRAM, the driver's Xid can), or a host's silence
+# (its board, its power: a guess that its own last lines, a machine check, say, overrule).
+SECONDHAND_CAUSE_SHARE = 0.3
+
 # Weak evidence on a part whose rank was demonstrably alive (it reported waiting like the
 # others) counts this much: a corrected error there did not stop the job.
 ALIVE_DISCOUNT = 0.25
@@ -83,7 +91,8 @@ def hardware(items: Iterable[Item], hang_start: datetime, topology: Topology | N
             score = item.signal.weight * proximity(item.time, hang_start)
             if item.signal.role != "fault" and item.component in alive:
                 score *= ALIVE_DISCOUNT
-            votes.append(Vote(item.component, score, "hardware", component_cause(item, topology), [item.id]))
+            share = SECONDHAND_CAUSE_SHARE if item.event.get("rank") is not None else 1.0
+            votes.append(Vote(item.component, score, "hardware", component_cause(item, topology), [item.id], share))
     return votes
 
 
@@ -157,7 +166,7 @@ def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: I
     # A lost heartbeat counts only for a host none of whose ranks spoke: a host whose ranks
     # report timeouts was up, and only its agent paused.
     talking = {item.event["host"] for item in symptoms}
-    votes = [Vote(item.event["host"], item.signal.weight, "silence", SILENT_HOST_CAUSE, [item.id])
+    votes = [Vote(item.event["host"], item.signal.weight, "silence", SILENT_HOST_CAUSE, [item.id], SECONDHAND_CAUSE_SHARE)
              for item in lost_hosts if item.event["host"] not in talking]
     if placement is None:
         return votes
@@ -176,7 +185,7 @@ def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: I
         by_host[host].append(rank)
     for host, ranks in by_host.items():
         if len(ranks) == len(placement.host_ranks(host)) and len(ranks) > 1:
-            votes.append(Vote(host, 0.8, "silence", SILENT_HOST_CAUSE))
+            votes.append(Vote(host, 0.8, "silence", SILENT_HOST_CAUSE, cause_share=SECONDHAND_CAUSE_SHARE))
         else:
             # A rank alone gone quiet on a host whose other ranks talk: its process stopped
             # (a dataloader deadlock, a crash) unless hardware on its GPU says otherwise.

@@ -589,11 +589,11 @@ def evaluate(
         typer.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
         return
     table = Table(title=f"faultgraph eval: {len(loaded.truth)} faults")
-    for column in ("mechanism", "faults", "top-1 %", "top-3 %", "category %", "missed", "split", "decoy blamed"):
+    for column in ("mechanism", "faults", "top-1 %", "top-3 %", "category %", "cause %", "missed", "split", "decoy blamed"):
         table.add_column(column, justify="left" if column == "mechanism" else "right")
     for name, row in result["mechanisms"].items():
         table.add_row(name, str(row["faults"]), str(row["top1_pct"]), str(row["top3_pct"]), str(row["category_pct"]),
-                      str(row["missed"]), str(row["split"]), str(row["decoy_blamed"]))
+                      str(row["cause_pct"]), str(row["missed"]), str(row["split"]), str(row["decoy_blamed"]))
     console = Console()
     console.print(table)
     console.print(f"incidents merged wrongly: {result['merged']}; incidents matching no fault: {result['spurious']}")

@@ -100,6 +100,7 @@ class Row:
     top1: int = 0
     top3: int = 0
     category: int = 0
+    cause: int = 0  # the SPEC §6 cause (a Llama 3 row), finer than the category
     missed: int = 0
     split: int = 0
     decoy_blamed: int = 0
@@ -144,7 +145,7 @@ class Report:
         table = {}
         for name, row in [*sorted(self.rows.items()), ("all", self.total)]:
             table[name] = {**vars(row), "top1_pct": pct(row.top1, row.faults), "top3_pct": pct(row.top3, row.faults),
-                           "category_pct": pct(row.category, row.faults)}
+                           "category_pct": pct(row.category, row.faults), "cause_pct": pct(row.cause, row.faults)}
         return {"mechanisms": table, "merged": self.merged, "spurious": self.spurious, "misses": self.misses[:20],
                 "reliability": self.reliability(), "other_types": self.other_types}
 
@@ -187,6 +188,8 @@ def score(found: list[dict], truth: list[dict]) -> Report:
             row.top3 += 1
         if root["category"] == fault["category"]:
             row.category += 1
+        if root["cause"] == fault["cause"]:
+            row.cause += 1
         if root["component"] in fault.get("decoys", []):
             row.decoy_blamed += 1
     report.merged = sum(1 for faults in claims.values() if len(faults) > 1)

@@ -279,3 +279,28 @@ def test_a_nan_beside_a_gpus_uncorrectable_error_names_that_gpu(cluster):
                attrs={"xid": 48})
     [incident] = analyse(stream.sorted(), cluster)
     assert incident.root_cause["component"] == "node0003/gpu2" and incident.root_cause["category"] == "gpu"
+
+
+def test_a_hosts_machine_check_names_the_cause_its_silence_only_guesses(cluster):
+    """A host that panicked on a machine check and went quiet: the MCE says CPU; the silence
+    of its ranks and its lost heartbeat only guess (board, power) and must not outvote it."""
+    stream = Stream()
+    stream.add("host_mce", "node0005", T0 - timedelta(seconds=1), severity="critical",
+               attrs={"text": "Machine check: Processor context corrupt"})
+    stream.add("host_kernel", "node0005", T0, severity="critical", attrs={"text": "Kernel panic - not syncing: Fatal machine check"})
+    stream.add("host_heartbeat", "node0005", T0 + timedelta(minutes=2), severity="critical", attrs={"state": "lost"})
+    stream.timeouts(T0 + timedelta(minutes=10), skip=set(range(40, 48)))
+    [incident] = analyse(stream.sorted(), cluster)
+    assert incident.root_cause["component"] == "node0005" and incident.root_cause["cause"] == "cpu"
+
+
+def test_the_drivers_xid_names_the_memory_a_processs_ecc_error_cannot(cluster):
+    """CUDA's "uncorrectable ECC error encountered" from the rank cannot tell HBM from SRAM;
+    the driver's Xid 94 names the SM's RAMs: the cause is the driver's."""
+    stream = Stream()
+    stream.add("gpu_xid", "node0003", T0, component="node0003/gpu2", severity="error",
+               attrs={"xid": 94, "unit": "SM", "text": "Contained: SM (0x1). RST: No, D-RST: No"})
+    stream.add("gpu_ecc", "node0003", T0 + timedelta(seconds=1), rank=26, severity="critical", attrs={"type": "dbe"})
+    stream.timeouts(T0 + timedelta(minutes=10), skip={26})
+    [incident] = analyse(stream.sorted(), cluster)
+    assert incident.root_cause["component"] == "node0003/gpu2" and incident.root_cause["cause"] == "gpu_sram"
