@@ -268,11 +268,24 @@ def _combine(votes: Sequence[Vote]) -> dict[str, dict[str, Any]]:
     return totals
 
 
+# Causes that say how a part failed, not why: a GPU falls off the bus when it overheats,
+# loses power or breaks. One of them yields to a reason the same part reported beside it
+# with at least this share of its weight (a single warning is not a reason).
+OUTCOME_CAUSES = frozenset({"gpu_fell_off_bus"})
+OUTCOME_YIELD = 0.5
+
+
 def _pick_cause(entry: dict[str, Any]) -> str:
-    causes = entry["causes"]
+    causes: dict[str, float] = entry["causes"]
     specific = {c: s for c, s in causes.items() if c not in ("unknown", "nccl_watchdog")}
     pool = specific or causes
-    return max(sorted(pool), key=lambda c: pool[c]) if pool else "unknown"
+    if not pool:
+        return "unknown"
+    top = max(sorted(pool), key=lambda c: pool[c])
+    reasons = {c: s for c, s in pool.items() if c not in OUTCOME_CAUSES and s >= OUTCOME_YIELD * pool[top]}
+    if top in OUTCOME_CAUSES and reasons:
+        return max(sorted(reasons), key=lambda c: reasons[c])
+    return top
 
 
 def _action(component: str | None, cause: str, draft: Draft, cluster: Cluster, placement: Placement | None,

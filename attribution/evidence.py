@@ -192,7 +192,7 @@ def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: I
             for rank in ranks:
                 gpu = placement.rank_to_gpu(rank)
                 assert gpu is not None  # as above
-                votes.append(Vote(gpu, 0.6 / len(ranks), "silence", "software_bug"))
+                votes.append(Vote(gpu, 0.6 / len(ranks), "silence", "software_bug", cause_share=SECONDHAND_CAUSE_SHARE))
     return votes
 
 

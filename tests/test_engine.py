@@ -304,3 +304,19 @@ def test_the_drivers_xid_names_the_memory_a_processs_ecc_error_cannot(cluster):
     stream.timeouts(T0 + timedelta(minutes=10), skip={26})
     [incident] = analyse(stream.sorted(), cluster)
     assert incident.root_cause["component"] == "node0003/gpu2" and incident.root_cause["cause"] == "gpu_sram"
+
+
+@pytest.mark.parametrize(("readings", "cause"), [
+    ((("error", 93), ("critical", 97)), "gpu_thermal"),  # it overheated, then fell off the bus
+    ((("warning", 86),), "gpu_fell_off_bus"),  # one warm reading is not why
+])
+def test_a_gpu_off_the_bus_takes_the_reason_it_reported_before(cluster, readings, cause):
+    stream = Stream()
+    for i, (severity, temp) in enumerate(readings):
+        stream.add("gpu_thermal", "node0003", T0 - timedelta(minutes=4 - 2 * i), component="node0003/gpu2",
+                   severity=severity, attrs={"temp_c": temp})
+    for text in ("GPU has fallen off the bus.", "NVRM: GPU 0000:1b:00.0: GPU has fallen off the bus."):  # the driver says it twice
+        stream.add("gpu_xid", "node0003", T0, component="node0003/gpu2", severity="critical", attrs={"xid": 79, "text": text})
+    stream.timeouts(T0 + timedelta(minutes=10), skip={26})
+    [incident] = analyse(stream.sorted(), cluster)
+    assert incident.root_cause["component"] == "node0003/gpu2" and incident.root_cause["cause"] == cause
