@@ -17,12 +17,10 @@ event kinds, not what ours does.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from faultgraph.attribution.generators import rail_optimized
 from faultgraph.ingest.causes import category_of
 from faultgraph.simulate import postmortems as pm
 from faultgraph.simulate import scenarios as sim
@@ -302,39 +300,12 @@ _OWN_DECOYS = frozenset({"psu_or_host_power_loss"})
 
 def heldout_set(n_faults: int = 30, seed: int = 0, hosts: int = 128, *, hosts_per_su: int | None = None,
                 benign_scale: float = 24.0) -> sim.Scenario:
-    """`n_faults` faults from `FAMILIES` in a shuffled round robin, one at a time per job,
-    on a skewed cluster in a month from 1 to 9, with benign events around them — the
-    plan of `postmortems.hard_set`, with the held-out families only.
+    """`n_faults` faults from `FAMILIES`, on the plan of `postmortems.hard_set` (skewed
+    clocks, a month from 1 to 9, benign events around them): the held-out families only.
 
     ValueError for a negative or non-integer count or fewer than 4 hosts."""
-    if not isinstance(n_faults, int) or n_faults < 0:
-        raise ValueError(f"n_faults must be an integer >= 0, got {n_faults!r}")
-    if not isinstance(hosts, int) or hosts < 4:
-        raise ValueError(f"hosts must be an integer >= 4 (two jobs of two hosts), got {hosts!r}")
-    su = hosts_per_su if hosts_per_su is not None else (32 if hosts >= 64 else hosts // 2)
-    rng = random.Random(seed)
-    start = pm.random_start(rng)
-    topology = rail_optimized(hosts, hosts_per_su=su)
-    b = sim._Builder(topology, seed, start)
-    pm.skew_clocks(b)
-    jobs = sim._make_jobs(b, su, start)
-    clock = start + timedelta(minutes=15)
-    plan: list[str] = []
-    while len(plan) < n_faults:
-        cycle = list(FAMILIES)
-        b.rng.shuffle(cycle)
-        plan += cycle[: n_faults - len(plan)]
-    for family in plan:
-        job = min(jobs, key=lambda j: (j.free_at, b.rng.random()))
-        t = max(clock, job.free_at)
-        _inject(b, job, family, t)
-        clock = t + timedelta(minutes=b.rng.uniform(2, 8))
-    end = max([clock, *(j.free_at for j in jobs)]) + timedelta(minutes=30)
-    for job in jobs:
-        sim._run_records(b, job, end)
-        b.event(end + timedelta(seconds=b.rng.uniform(0, 60)), job.head, "job_end", {"reason": "completed"}, job=job.id)
-    pm.benign_stream(b, start, end, scale=benign_scale)
-    return sim.Scenario(topology=topology, jobs=[j.body for j in jobs], records=b.records(), truth=b.truth)
+    return pm.fault_set(FAMILIES, _inject, n_faults, seed, hosts, hosts_per_su=hosts_per_su,
+                        benign_scale=benign_scale)
 
 
 def _inject(b: sim._Builder, job: sim._Job, family: str, t: datetime) -> dict[str, Any]:

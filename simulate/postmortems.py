@@ -25,6 +25,7 @@ their job near the fault (decoys that must not be blamed).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -229,6 +230,19 @@ def hard_set(n_faults: int = 100, seed: int = 0, hosts: int = 128, *, hosts_per_
 
     `benign_scale` multiplies the daily benign rates: a scenario spans hours, not days, so
     the default packs about a day's benign events per host into it."""
+    return fault_set(FAMILIES, _inject, n_faults, seed, hosts, hosts_per_su=hosts_per_su, benign_scale=benign_scale)
+
+
+# Lays one fault of a family into a job at a moment; returns its truth entry.
+Inject = Callable[[sim._Builder, sim._Job, str, datetime], dict[str, Any]]
+
+
+def fault_set(families: Sequence[str], inject: Inject, n_faults: int, seed: int, hosts: int, *,
+              hosts_per_su: int | None = None, benign_scale: float = 24.0) -> sim.Scenario:
+    """The plan every postmortem-style set shares: `families` in a shuffled round robin,
+    `inject`ed one at a time per job, on a skewed cluster with benign events around them.
+
+    ValueError for a negative or non-integer count or fewer than 4 hosts."""
     if not isinstance(n_faults, int) or n_faults < 0:
         raise ValueError(f"n_faults must be an integer >= 0, got {n_faults!r}")
     if not isinstance(hosts, int) or hosts < 4:
@@ -243,13 +257,13 @@ def hard_set(n_faults: int = 100, seed: int = 0, hosts: int = 128, *, hosts_per_
     clock = start + timedelta(minutes=15)
     plan: list[str] = []
     while len(plan) < n_faults:
-        cycle = list(FAMILIES)
+        cycle = list(families)
         b.rng.shuffle(cycle)
         plan += cycle[: n_faults - len(plan)]
     for family in plan:
         job = min(jobs, key=lambda j: (j.free_at, b.rng.random()))
         t = max(clock, job.free_at)
-        _inject(b, job, family, t)
+        inject(b, job, family, t)
         clock = t + timedelta(minutes=b.rng.uniform(2, 8))
     end = max([clock, *(j.free_at for j in jobs)]) + timedelta(minutes=30)
     for job in jobs:
