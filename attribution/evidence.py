@@ -85,8 +85,10 @@ def hardware(items: Iterable[Item], hang_start: datetime, topology: Topology | N
     non-fatal ones on GPUs whose ranks were still waiting in the collective weigh less."""
     votes = []
     for item in items:
-        if item.event["kind"] == "train_anomaly" and item.component == item.event["host"]:
-            continue  # a job-wide loss spike or NaN names no part: the host that logged it is not one
+        if item.event["kind"] == "train_anomaly" and "/" not in (item.event.get("component") or ""):
+            # A loss spike or NaN is the job's number whichever rank logged it (the last
+            # pipeline stage, rank 0): it names a part only where its poster named one.
+            continue
         if item.component and item.signal.weight > 0:
             score = item.signal.weight * proximity(item.time, hang_start)
             if item.signal.role != "fault" and item.component in alive:

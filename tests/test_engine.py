@@ -258,11 +258,20 @@ def _nan_after_checkpoint(stream: Stream) -> None:
     stream.add("train_anomaly", "node0000", T0, job="j1", attrs={"type": "nan", "step": 1042})
 
 
-def test_a_job_wide_nan_names_no_part_on_weak_noise(cluster):
-    """Silent data corruption shows only in the numbers: neither the host that logged the loss
-    nor a correctable error nearby is the part, so none is named and the way to find it is said."""
+@pytest.mark.parametrize("logged_by", [None, 511])  # job-wide, or behind the last rank's [rank511]: prefix
+def test_a_nan_names_no_part_on_weak_noise(cluster, logged_by):
+    """Silent data corruption shows only in the numbers: neither the rank or host that logged
+    the loss nor a correctable error nearby is the part, so none is named and the way to
+    find it is said."""
     stream = Stream()
     _nan_after_checkpoint(stream)
+    if logged_by is not None:  # spikes, then the NaN, all from the rank that computes the loss
+        for minutes in (2, 1):
+            stream.add("train_anomaly", "node0000", T0 - timedelta(minutes=minutes), job="j1",
+                       attrs={"type": "loss_spike", "step": 1040, "value": 9.1, "baseline": 2.3})
+        for event in stream.events:
+            if event["kind"] == "train_anomaly":
+                event |= {"host": HOSTS[logged_by // 8], "rank": logged_by}
     stream.add("pcie_aer", "node0009", T0 - timedelta(minutes=1), severity="warning",
                attrs={"severity": "corrected", "device": "0000:17:00.0"})
     [incident] = analyse(stream.sorted(), cluster)
