@@ -9,6 +9,11 @@ Every raw line format below is that of a real line in a public source, cited nex
 only its fields (addresses, pids, counts, times) vary, the way they vary in the real ones.
 Where no real line was found, a family sends only SPEC §1 events and says so.
 
+Round 2 (`ROUND_2`, `--families heldout2`), written on 2026-12-01 under the same rules,
+adds mechanisms from published failure reports outside that table's rows: an InfiniBand
+link whose queue pairs exhaust their retries, a GPU's PCIe link lost to a fatal AER, the
+NVSwitch Fabric Manager service dying under a job, and a kernel soft lockup.
+
 The scenarios run like `postmortems.hard_set`: skewed clocks, a month from 1 to 9,
 benign events around the faults, and weak decoys on other hosts of the job near every
 fault. `expect` on a line is what a correct parser should make of it under the SPEC's
@@ -17,7 +22,7 @@ event kinds, not what ours does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,6 +32,20 @@ from faultgraph.simulate import scenarios as sim
 
 # Family → (SPEC §6 cause, SPEC §5 action kind). SDC's action is `rollback` (a numerical
 # anomaly); evicting the GPU needs the re-run that found it, after the incident.
+#
+# Round 2's causes, the closest SPEC rows:
+# - ib_retry_exceeded → `network_switch_cable`: symbol errors and link error recovery are
+#   physical-layer counters, which on a link that still trains point at the cable or its
+#   transceiver more than at the HCA's silicon; the root stays the NIC end, where the
+#   counters are read (the repair is `replace`, the cable or optic on that port).
+# - gpu_pcie_aer_fatal → `gpu_fell_off_bus`: the GPU's own PCIe link is what failed, the
+#   driver loses it (Xid 79 where it notices); not the memory or the compute of the GPU.
+# - fabric_manager_down → `dependency`: a host service the job needs (nv-fabricmanager)
+#   died; the NVSwitch hardware is sound (`nvswitch` would send it to repair) and the job's
+#   own code is not at fault (`software_bug`). The host is evicted until the service is back.
+# - kernel_soft_lockup → `software_bug`: a soft lockup is kernel code holding a CPU for
+#   tens of seconds without scheduling — a kernel or driver bug far more often than a CPU
+#   fault, which would show as a machine check (`cpu`). The host needs a reboot: `evict`.
 OUTCOMES: dict[str, tuple[str, str]] = {
     "gsp_timeout": ("gpu_system_processor", "evict"),
     "sram_ecc": ("gpu_sram", "evict"),
@@ -34,8 +53,15 @@ OUTCOMES: dict[str, tuple[str, str]] = {
     "ssd_failure": ("ssd", "evict"),
     "psu_or_host_power_loss": ("power_supply", "evict"),
     "silent_data_corruption": ("silent_data_corruption", "rollback"),
+    "ib_retry_exceeded": ("network_switch_cable", "replace"),
+    "gpu_pcie_aer_fatal": ("gpu_fell_off_bus", "evict"),
+    "fabric_manager_down": ("dependency", "evict"),
+    "kernel_soft_lockup": ("software_bug", "evict"),
 }
-FAMILIES: tuple[str, ...] = tuple(OUTCOMES)
+ROUND_1: tuple[str, ...] = ("gsp_timeout", "sram_ecc", "system_memory_ue", "ssd_failure", "psu_or_host_power_loss",
+                            "silent_data_corruption")
+ROUND_2: tuple[str, ...] = ("ib_retry_exceeded", "gpu_pcie_aer_fatal", "fabric_manager_down", "kernel_soft_lockup")
+FAMILIES: tuple[str, ...] = ROUND_1  # round 1, as `--families heldout` has always meant
 
 # Xid 119 lines from a real `dmesg` of an H100 host, quoted in leptonai/gpud pull request
 # #500 (https://github.com/leptonai/gpud/pull/500): the process that waited and the RM
@@ -286,6 +312,161 @@ def _silent_data_corruption(b: sim._Builder, job: sim._Job, t: datetime) -> sim.
     return sim._Hit(f"{host}/gpu{gpu}", end, onset=t)
 
 
+# ---------------------------------------------------------------------------- round 2
+
+# IB port counters as the sysfs files name them (/sys/class/infiniband/mlx5_N/ports/1/counters/…),
+# posted by a monitoring agent as SPEC §1 `nic_error` events.
+_IB_COUNTERS = ("symbol_error", "link_error_recovery", "port_rcv_errors")
+
+
+def _ib_retry_exceeded(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
+    """A host's InfiniBand link degrades (the cable or optic of one NIC): for minutes its
+    error counters climb, then a send's retries run out — the rank on that NIC gets
+    completion status 12 (IBV_WC_RETRY_EXC_ERR, vendor err 129) on its own sends, its ring
+    peers on their receives from it, and the job hangs. Accounts: Llama 3 405B's
+    interruption table (network switch/cable, 8.4 % of unplanned interruptions) and NVIDIA/nccl
+    issues #1405 and #1814 (status 12, vendor err 129 on links with connectivity problems).
+    No real kernel line of an mlx5 link degrading was found: the counters come only as
+    SPEC §1 `nic_error` events from an agent reading them."""
+    rank, host, nic = sim._victim(b, job)
+    h = b.hosts[host]
+    first = t - timedelta(seconds=b.rng.uniform(120, 900))
+    totals = dict.fromkeys(_IB_COUNTERS, 0)
+    polls = b.rng.randint(2, 5)
+    for i in range(polls):
+        at = first + (t - first) * i / polls
+        for counter in b.rng.sample(_IB_COUNTERS, b.rng.randint(1, 3)):
+            totals[counter] += b.rng.randint(1, 40) if counter == "link_error_recovery" else b.rng.randint(20, 5000)
+            b.event(b.after(at, 0, 5), host, "nic_error", {"device": f"mlx5_{nic}", "port": 1, "counter": counter,
+                                                          "count": totals[counter]},
+                    severity="warning", component=f"{host}/nic{nic}")
+    local = h.nic_ip[nic]
+    for peer in sim._ring_peers(job.placement, rank)[:2]:
+        slot = job.placement.slots[peer]
+        remote = b.hosts[slot.host].nic_ip[slot.gpu]
+        # https://github.com/NVIDIA/nccl/issues/1814 (title): "NCCL WARN NET/IB : Got completion from peer
+        # xxx.xxx.xxx.xxx<55921> with status=12 opcode=1 len=0 vendor err 129 (Send) localGid ::ffff:29.87.4.221
+        # remoteGids::ffff:29.87.88.182"; the opcode of a failed completion is undefined (issue #1664:
+        # "status=12 opcode=32698 len=32696 vendor err 129 (Send)").
+        opcode = b.rng.choice((0, 1, b.rng.randrange(32600, 32700)))
+        text = (f"NET/IB : Got completion from peer {remote}<{b.rng.randint(32768, 60999)}> with status=12 "
+                f"opcode={opcode} len=0 vendor err 129 (Send) localGid ::ffff:{local} remoteGids::ffff:{remote}")
+        b.nccl(b.after(t, 0, 2), job, rank, "transport/net_ib.cc:1696", text,
+               sim._expect("nccl_error", rank, peer=remote, transport="ib"))
+    end = sim._network_break(b, job, rank, t)  # the peers' (Recv) side, the aborts and the timeouts
+    return sim._Hit(f"{host}/nic{nic}", end, onset=first)
+
+
+def _gpu_pcie_aer_fatal(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
+    """A GPU's PCIe link fails: the switch port above it reports an uncorrectable fatal
+    error from the GPU (a completion timeout), the nvidia driver has no AER recovery, the
+    port gives up; often the driver then finds the GPU gone (Xid 79). The rank hangs in
+    its CUDA calls, the others time out. Account: rwth-i6/returnn issue #1500 (a training
+    hang traced to this dmesg, "just a hardware issue"); the classic `_fell_off_bus` lines
+    follow as the driver reports them."""
+    rank, host, gpu = sim._victim(b, job)
+    h = b.hosts[host]
+    port = f"{h.pciesw_pci[gpu * len(h.pciesw_pci) // len(h.gpu_pci)]}.0"
+    dev = f"{h.gpu_pci[gpu]}.0"
+    fatal = sim._expect("pcie_aer", severity="fatal", bdf=dev)
+    # https://github.com/rwth-i6/returnn/issues/1500 (dmesg): "pcieport 0000:00:03.0: AER: Multiple Uncorrected
+    # (Fatal) error received: 0000:00:03.0", "pcieport 0000:00:03.0: PCIe Bus Error: severity=Uncorrected (Fatal),
+    # type=Transaction Layer, (Requester ID)", "pcieport 0000:00:03.0:   device [8086:6f08] error
+    # status/mask=00004020/00000000", "pcieport 0000:00:03.0:    [14] CmpltTO                (First)", "nvidia
+    # 0000:03:00.0: AER: can't recover (no error_detected callback)", "pcieport 0000:00:03.0: AER: device
+    # recovery failed". The single-error form "AER: Corrected error received: 0000:00:00.0" is in
+    # https://github.com/NVIDIA/nvidia-docker/issues/1553; the kernel prefixes each line with the reporting
+    # device's driver and address (here the GPU's: nvidia, 10de:2330 an H100 SXM).
+    multiple = "Multiple " if b.rng.random() < 0.3 else ""
+    lines: tuple[tuple[str, dict[str, Any] | None], ...] = (
+        (f"pcieport {port}: AER: {multiple}Uncorrected (Fatal) error received: {dev}", fatal),
+        (f"nvidia {dev}: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)", fatal),
+        (f"nvidia {dev}:   device [10de:2330] error status/mask=00004000/00000000", None),
+        (f"nvidia {dev}:    [14] CmpltTO                (First)", None),
+        (f"nvidia {dev}: AER: can't recover (no error_detected callback)", sim._expect("pcie_aer", bdf=dev)),
+        (f"pcieport {port}: AER: device recovery failed", sim._expect("pcie_aer", bdf=port)),
+    )
+    for i, (text, expect) in enumerate(lines):
+        b.kernel(t + timedelta(microseconds=900 * i), host, text, expect)
+    if b.rng.random() < 0.6:
+        sim._fell_off_bus(b, host, gpu, b.after(t, 0.5, 3))
+    end = sim._timeouts(b, job, sim._hang_start(b, t), skip={rank})
+    return sim._Hit(f"{host}/gpu{gpu}", end)
+
+
+def _fabric_manager_down(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
+    """The NVIDIA Fabric Manager of an HGX host dies under a running job: systemd kills
+    the hung daemon and its restart fails. With `ABORT_CUDA_JOBS_ON_FM_EXIT=1` (the
+    shipped default, e.g. NixOS/nixpkgs pull request #320830's settings) the host's CUDA
+    processes are aborted — no line of theirs is known, so they only fall silent — and the
+    other ranks time out. torchrun then restarts the workers; on that host CUDA cannot
+    initialise without the fabric (cudaErrorSystemNotReady, 802) and the restart fails.
+    Accounts: NVIDIA/NVSentinel issue #883 (nodes whose Fabric Manager was killed and failed
+    to start), NVIDIA/nccl issue #1488 (NCCL failing after Fabric Manager was stopped and
+    started, until a reboot), and Llama 3 405B's "Dependency" row. The SPEC has no event kind
+    for a host service's state, so the journal lines expect none."""
+    _, host, _ = sim._victim(b, job)
+    fm_pid, start_pid = b.rng.randint(2000, 200_000), b.rng.randint(2000, 400_000)
+    lines: tuple[tuple[str, str, None], ...] = (
+        # https://github.com/NVIDIA/NVSentinel/issues/883 (journal of "Node 1"): "Jan 30 11:58:43 node systemd[1]:
+        # nvidia-fabricmanager.service: Killing process 76454 (nv-fabricmanage) with signal SIGKILL."
+        ("systemd[1]", f"nvidia-fabricmanager.service: Killing process {fm_pid} (nv-fabricmanage) with signal SIGKILL.",
+         None),
+        # https://github.com/data-infra/cube-studio/issues/29 (journal of a failed start): "nvidia-fabricmanager-start.sh
+        # [4753]: "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg" failed! Exit code: 1",
+        # "systemd[1]: nvidia-fabricmanager.service: Control process exited, code=exited, status=1/FAILURE".
+        (f"nvidia-fabricmanager-start.sh[{start_pid}]",
+         '"/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg" failed! Exit code: 1',
+         None),
+        ("systemd[1]", "nvidia-fabricmanager.service: Control process exited, code=exited, status=1/FAILURE",
+         None),
+    )
+    at = t
+    for tag, text, expect in lines:
+        b.log(at, host, "syslog", b._syslog(at, host, tag, text), expect)
+        at = b.after(at, 1, 3)
+    silent = set(job.placement.host_ranks(host))
+    end = sim._timeouts(b, job, sim._hang_start(b, t), skip=silent)
+    # torchrun's restart of the worker group: the host's new processes fail in CUDA's initialisation.
+    # https://github.com/nanoporetech/dorado/issues/1184: "Caught exception: CUDA error: system not yet initialized"
+    # (libtorch's error text for 802), behind torchrun's [rankN]: prefix as in round 1's sram_ecc.
+    restart = b.after(end, 10, 40)
+    for rank in sorted(silent):
+        b.log(b.after(restart, 5, 20), host, "train", f"[rank{rank}]: RuntimeError: CUDA error: system not yet initialized",
+              sim._expect("job_fail", rank))
+    back = b.after(restart, 600, 1800)  # an operator restarts the service (after a GPU reset)
+    return sim._Hit(host, restart + timedelta(seconds=20), ready=back, onset=t)
+
+
+def _kernel_soft_lockup(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
+    """The host's kernel wedges a CPU: the soft-lockup watchdog reports the training
+    process stuck in kernel code, every ~26 s with a longer time, and RCU reports the stall.
+    That rank stops progressing; the others time out in the next collective. Accounts:
+    madMAx43v3r/chia-plotter issue #535 (a user process in a soft lockup on several hosts),
+    cloud-hypervisor/cloud-hypervisor issue #4536 (repeated soft lockups with an RCU stall)."""
+    rank, host, gpu = sim._victim(b, job)
+    cpu = b.rng.randrange(112)
+    pid = job.pid_base + gpu
+    # https://github.com/oxidecomputer/propolis/issues/1153: "rcu: INFO: rcu_preempt self-detected stall on CPU";
+    # rcu_sched on a kernel without preemption, as https://github.com/harvester/harvester/issues/564's
+    # "rcu: INFO: rcu_sched detected stalls on CPUs/tasks:".
+    b.kernel(b.after(t, 21, 22), host, "rcu: INFO: rcu_sched self-detected stall on CPU", sim._expect("host_kernel"))
+    # https://github.com/madMAx43v3r/chia-plotter/issues/535: "watchdog: BUG: soft lockup - CPU#2 stuck for 22s!
+    # [chia_plot:29632]"; repeated at 23s, 49s, 75s, 101s in
+    # https://github.com/cloud-hypervisor/cloud-hypervisor/issues/4536. The comm is the thread's 15-character
+    # name (PyTorch's main thread: pt_main_thread, as in round 1's SIGBUS line).
+    stuck = b.rng.randint(22, 23)
+    at = t + timedelta(seconds=stuck)
+    for _ in range(b.rng.randint(1, 4)):
+        b.kernel(at, host, f"watchdog: BUG: soft lockup - CPU#{cpu} stuck for {stuck}s! [pt_main_thread:{pid}]",
+                 sim._expect("host_kernel"))
+        step = b.rng.randint(26, 28)
+        stuck += step
+        at += timedelta(seconds=step, microseconds=b.rng.randint(0, 999_999))
+    end = sim._timeouts(b, job, sim._hang_start(b, t), skip={rank})
+    return sim._Hit(host, end)
+
+
 _FAMILIES: dict[str, Callable[[sim._Builder, sim._Job, datetime], sim._Hit]] = {
     "gsp_timeout": _gsp_timeout,
     "sram_ecc": _sram_ecc,
@@ -293,18 +474,26 @@ _FAMILIES: dict[str, Callable[[sim._Builder, sim._Job, datetime], sim._Hit]] = {
     "ssd_failure": _ssd_failure,
     "psu_or_host_power_loss": _psu_or_host_power_loss,
     "silent_data_corruption": _silent_data_corruption,
+    "ib_retry_exceeded": _ib_retry_exceeded,
+    "gpu_pcie_aer_fatal": _gpu_pcie_aer_fatal,
+    "fabric_manager_down": _fabric_manager_down,
+    "kernel_soft_lockup": _kernel_soft_lockup,
 }
 # Families that already lay their decoys (the vanished host of postmortems does).
 _OWN_DECOYS = frozenset({"psu_or_host_power_loss"})
 
 
 def heldout_set(n_faults: int = 30, seed: int = 0, hosts: int = 128, *, hosts_per_su: int | None = None,
-                benign_scale: float = 24.0) -> sim.Scenario:
-    """`n_faults` faults from `FAMILIES`, on the plan of `postmortems.hard_set` (skewed
-    clocks, a month from 1 to 9, benign events around them): the held-out families only.
+                benign_scale: float = 24.0, families: Sequence[str] = ROUND_1) -> sim.Scenario:
+    """`n_faults` faults from `families` (round 1 by default, `ROUND_2` for the second
+    round), on the plan of `postmortems.hard_set` (skewed clocks, a month from 1 to 9,
+    benign events around them): the held-out families only.
 
-    ValueError for a negative or non-integer count or fewer than 4 hosts."""
-    return pm.fault_set(FAMILIES, _inject, n_faults, seed, hosts, hosts_per_su=hosts_per_su,
+    ValueError for a negative or non-integer count, fewer than 4 hosts or an unknown family."""
+    unknown = [f for f in families if f not in _FAMILIES]
+    if unknown or not families:
+        raise ValueError(f"families must be held-out families ({', '.join(OUTCOMES)}), got {list(families)!r}")
+    return pm.fault_set(tuple(families), _inject, n_faults, seed, hosts, hosts_per_su=hosts_per_su,
                         benign_scale=benign_scale)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from faultgraph.simulate.heldout import FAMILIES, heldout_set
+from faultgraph.simulate.heldout import FAMILIES, ROUND_1, ROUND_2, heldout_set
 from faultgraph.simulate.scenarios import Scenario
 
 # SPEC §6: each cause belongs to one category, as in the Llama 3 table.
@@ -54,3 +54,21 @@ def test_no_faults_no_truth() -> None:
 def test_bad_arguments_raise(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         heldout_set(**kwargs)  # type: ignore[arg-type]
+
+
+def test_round_two_is_deterministic_and_in_the_spec_vocabulary() -> None:
+    two = heldout_set(8, seed=3, hosts=16, families=ROUND_2)
+    assert heldout_set(8, seed=3, hosts=16, families=ROUND_2).records == two.records
+    components = {c["id"] for c in two.topology["components"]}
+    assert {f["mechanism"] for f in two.truth} == set(ROUND_2)
+    for fault in two.truth:
+        assert fault["root_component"] in components, fault
+        assert fault["category"] == CATEGORY_OF[fault["cause"]], fault
+        assert fault["action"] in ACTIONS, fault
+
+
+def test_round_one_is_the_default() -> None:
+    assert FAMILIES == ROUND_1 and not set(ROUND_1) & set(ROUND_2)
+    assert heldout_set(6, seed=2, hosts=8).records == heldout_set(6, seed=2, hosts=8, families=ROUND_1).records
+    with pytest.raises(ValueError):
+        heldout_set(2, hosts=8, families=("no_such_family",))
