@@ -50,7 +50,7 @@ BAD_ATTRS: dict[str, tuple[dict, str]] = {
     "gpu_ecc": ({"type": "triple"}, "attrs.type"),
     "gpu_thermal": ({"temp_c": "hot"}, "attrs.temp_c"),
     "nvlink_error": ({"link": -1}, "attrs.link"),
-    "nvswitch_error": ({"text": "no sxid"}, "attrs.sxid"),
+    "nvswitch_error": ({"sxid": "twenty"}, "attrs.sxid"),
     "nic_link": ({"device": "mlx5_0", "state": "sideways"}, "attrs.state"),
     "nic_error": ({"count": -5}, "attrs.count"),
     "pcie_aer": ({"severity": "mild"}, "attrs.severity"),

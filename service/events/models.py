@@ -128,7 +128,9 @@ class NvlinkErrorAttrs(_Attrs):
 
 
 class NvswitchErrorAttrs(_Attrs):
-    sxid: Annotated[int, Field(ge=0, le=1_000_000)]
+    # Fabric Manager's errors (a topology it cannot match, a switch it cannot query, its own
+    # exit) concern the NVSwitch fabric and carry no SXid: without one the event still stands.
+    sxid: NotRequired[Annotated[int, Field(ge=0, le=1_000_000)]]
     text: NotRequired[Text]
 
 
