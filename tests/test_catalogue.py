@@ -112,6 +112,22 @@ def test_containment_xids_take_the_cause_of_their_unit(line: str, unit: str, cau
     assert catalogue.xid_cause(48, "LTC TAG") == "gpu_hbm"  # only the containment codes name a unit
 
 
+# A failed Fabric Manager start, as journald printed it (data-infra/cube-studio#29), and a
+# clean stop (NVIDIA/nvtrust#128), which is no fault.
+@pytest.mark.parametrize(("line", "kind"), [
+    ('Sep 18 03:19:01 ubuntu2404 nvidia-fabricmanager-start.sh[4753]: "/usr/bin/nv-fabricmanager -c '
+     '/usr/share/nvidia/nvswitch/fabricmanager.cfg" failed! Exit code: 1', "nvswitch_error"),
+    ("Sep 18 03:19:01 ubuntu2404 systemd[1]: nvidia-fabricmanager.service: Control process exited, "
+     "code=exited, status=1/FAILURE", "nvswitch_error"),
+    ('Jan 05 15:32:16 TENCENT64 nvidia-fabricmanager-start.sh[20411]: Stopped "Nvidia Fabric Manager"', None),
+])
+def test_a_failed_fabric_manager_is_a_dependency_of_the_host(line: str, kind: str | None) -> None:
+    event = parse_line(line, host="node0001")
+    assert (event and event["kind"]) == kind
+    if event:
+        assert event["attrs"]["cause"] == "dependency" and event["severity"] == "critical"
+
+
 def test_consequence_xids_are_cascades() -> None:
     for code in (45, 154):
         entry = catalogue.xid(code)
