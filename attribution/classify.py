@@ -102,6 +102,8 @@ def classify(event: dict[str, Any]) -> Signal:
         severity = event.get("severity") or entry.severity
     else:
         cause = attrs.get("cause") or KIND_DEFAULTS.get(kind, "unknown")
+        if kind == "nic_error" and not attrs.get("cause") and attrs.get("counter") in PHYSICAL_LAYER_COUNTERS:
+            cause = "network_switch_cable"
         role = attrs.get("role") or "root"
         interrupts = severity in ("critical",) or (severity == "error" and kind in _FATAL_AT_ERROR)
     if kind == "nic_link":
@@ -135,6 +137,11 @@ def _cuda_error_cause(text: str) -> str:
 
 # Causes that are the application's, not the hardware's, when a GPU event names them.
 APPLICATION_CAUSES = frozenset({"software_bug", "dependency"})
+
+# InfiniBand port counters of the physical layer (IBTA PortCounters: SymbolErrorCounter,
+# LinkErrorRecoveryCounter, LinkDownedCounter, as sysfs names them): errors of the cable or
+# transceiver between the port and its switch, not of the adapter.
+PHYSICAL_LAYER_COUNTERS = frozenset({"symbol_error", "link_error_recovery", "link_downed"})
 
 # Kinds whose error-severity events end a job even without a `critical` tag.
 _FATAL_AT_ERROR = frozenset({"gpu_ecc", "nvswitch_error", "host_kernel", "host_power"})

@@ -329,3 +329,13 @@ def test_a_gpu_off_the_bus_takes_the_reason_it_reported_before(cluster, readings
     stream.timeouts(T0 + timedelta(minutes=10), skip={26})
     [incident] = analyse(stream.sorted(), cluster)
     assert incident.root_cause["component"] == "node0003/gpu2" and incident.root_cause["cause"] == cause
+
+
+@pytest.mark.parametrize(("counter", "cause"), [
+    ("symbol_error", "network_switch_cable"), ("link_error_recovery", "network_switch_cable"),
+    ("link_downed", "network_switch_cable"), ("port_xmit_discards", "nic"),  # congestion, not the cable
+])
+def test_physical_layer_counters_point_at_the_cable(counter, cause):
+    event = {"id": "e1", "kind": "nic_error", "host": "node0003", "attrs": {"device": "mlx5_2", "port": 1,
+                                                                           "counter": counter, "count": 40}}
+    assert classify(event).cause == cause
