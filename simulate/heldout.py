@@ -14,6 +14,12 @@ adds mechanisms from published failure reports outside that table's rows: an Inf
 link whose queue pairs exhaust their retries, a GPU's PCIe link lost to a fatal AER, the
 NVSwitch Fabric Manager service dying under a job, and a kernel soft lockup.
 
+Round 3 (`ROUND_3`, `--families heldout3`), written on 2026-12-01 under the same rules,
+takes the rows of that table that name no single part of a GPU — the IO expansion board
+and the software bug — and a GPU that does not come back after its host reboots: a PCIe
+switch failing under a GPU and its NIC, the kernel's OOM killer ending a rank whose host
+memory a data loader leaked, and a GPU that fails to initialise after a reboot.
+
 The scenarios run like `postmortems.hard_set`: skewed clocks, a month from 1 to 9,
 benign events around the faults, and weak decoys on other hosts of the job near every
 fault. `expect` on a line is what a correct parser should make of it under the SPEC's
@@ -46,6 +52,19 @@ from faultgraph.simulate import scenarios as sim
 # - kernel_soft_lockup → `software_bug`: a soft lockup is kernel code holding a CPU for
 #   tens of seconds without scheduling — a kernel or driver bug far more often than a CPU
 #   fault, which would show as a machine check (`cpu`). The host needs a reboot: `evict`.
+#
+# Round 3's:
+# - pcie_switch_failure → `io_expansion_board`, Llama 3's own row for the board that carries
+#   the PCIe switches; the root is the topology's `pciesw` part above the GPU (`evict` until
+#   the board is replaced: the host runs without those GPUs and NICs).
+# - host_oom_killer → `software_bug`: the job's own data loader leaked the memory; no part is
+#   faulty. The root is the host, not the killed rank's GPU: the OOM killer acts on the host's
+#   memory (`global_oom`), its lines come from the host's kernel, and the GPU did nothing —
+#   naming it would send a sound GPU away. The fix is in the code and the job's restart
+#   (`restart`); evicting the host would not help the next run.
+# - gpu_missing_after_reboot → `faulty_gpu`: the GPU is (or is found) on the bus but does not
+#   initialise, a fault of the GPU itself rather than of its link at runtime
+#   (`gpu_fell_off_bus`); the host runs without it until it is replaced: `evict`.
 OUTCOMES: dict[str, tuple[str, str]] = {
     "gsp_timeout": ("gpu_system_processor", "evict"),
     "sram_ecc": ("gpu_sram", "evict"),
@@ -57,10 +76,14 @@ OUTCOMES: dict[str, tuple[str, str]] = {
     "gpu_pcie_aer_fatal": ("gpu_fell_off_bus", "evict"),
     "fabric_manager_down": ("dependency", "evict"),
     "kernel_soft_lockup": ("software_bug", "evict"),
+    "pcie_switch_failure": ("io_expansion_board", "evict"),
+    "host_oom_killer": ("software_bug", "restart"),
+    "gpu_missing_after_reboot": ("faulty_gpu", "evict"),
 }
 ROUND_1: tuple[str, ...] = ("gsp_timeout", "sram_ecc", "system_memory_ue", "ssd_failure", "psu_or_host_power_loss",
                             "silent_data_corruption")
 ROUND_2: tuple[str, ...] = ("ib_retry_exceeded", "gpu_pcie_aer_fatal", "fabric_manager_down", "kernel_soft_lockup")
+ROUND_3: tuple[str, ...] = ("pcie_switch_failure", "host_oom_killer", "gpu_missing_after_reboot")
 FAMILIES: tuple[str, ...] = ROUND_1  # round 1, as `--families heldout` has always meant
 
 # Xid 119 lines from a real `dmesg` of an H100 host, quoted in leptonai/gpud pull request
@@ -467,6 +490,178 @@ def _kernel_soft_lockup(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit
     return sim._Hit(host, end)
 
 
+# ---------------------------------------------------------------------------- round 3
+
+
+def _behind_switch(b: sim._Builder, host: str, gpu: int) -> tuple[str | None, list[int], list[int]]:
+    """The PCIe switch the topology puts above `host`'s GPU `gpu` (None if it has none), and
+    the GPUs and NICs it links to, by index: read from the topology's `pcie` links only."""
+    gpu_id = f"{host}/gpu{gpu}"
+    switch = next((link["a"] if link["b"] == gpu_id else link["b"] for link in b.topology["links"]
+                   if link["type"] == "pcie" and gpu_id in (link["a"], link["b"])
+                   and "/pciesw" in link["a"] + link["b"]), None)
+    if switch is None:
+        return None, [gpu], [gpu]
+    below: dict[str, list[int]] = {"gpu": [], "nic": []}
+    for link in b.topology["links"]:
+        if link["type"] != "pcie" or switch not in (link["a"], link["b"]):
+            continue
+        other = link["b"] if link["a"] == switch else link["a"]
+        part = other.split("/", 1)[-1]
+        for kind, found in below.items():
+            if part.startswith(kind) and part[len(kind):].isdigit():
+                found.append(int(part[len(kind):]))
+    return switch, sorted(below["gpu"]), sorted(below["nic"])
+
+
+def _pcie_switch_failure(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
+    """The PCIe switch on the IO expansion board that a GPU and its NIC sit behind fails:
+    the switch's port reports an uncorrectable fatal error of its own (a surprise down and
+    a completion timeout), recovery fails, and at the same moment every GPU behind it falls
+    off the bus (Xid 79) and every NIC behind it stops answering its health poll. The ranks
+    on those GPUs hang, their ring peers' queue pairs to those NICs fail (naming the NICs'
+    addresses), and the rest time out. Accounts: Llama 3 405B's interruption table ("IO
+    expansion board", a host row) and rwth-i6/returnn issue #1500 (the fatal AER of a
+    port, a GPU behind it lost). The topology (rail-optimized, DGX H100-style) has a
+    `pciesw` part above each GPU–NIC pair: that is the root. On a layout without one the
+    GPU is blamed instead. No real line of an mlx5 device's own AER handling was found:
+    the NIC shows only its health poll."""
+    rank, host, gpu = sim._victim(b, job)
+    h = b.hosts[host]
+    switch, gpus, nics = _behind_switch(b, host, gpu)
+    pci = next((c["attrs"].get("pci", "") for c in b.topology["components"] if c["id"] == switch), "")
+    port = f"{pci}.0" if pci else f"{h.pciesw_pci[gpu * len(h.pciesw_pci) // len(h.gpu_pci)]}.0"
+    fatal = sim._expect("pcie_aer", severity="fatal", bdf=port)
+    # https://github.com/rwth-i6/returnn/issues/1500 (dmesg, a port reporting its own fatal error):
+    # "pcieport 0000:00:03.0: AER: Multiple Uncorrected (Fatal) error received: 0000:00:03.0",
+    # "pcieport 0000:00:03.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)",
+    # "pcieport 0000:00:03.0:    [ 5] SDES                  ", "pcieport 0000:00:03.0:    [14] CmpltTO                (First)",
+    # "nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)", "pcieport 0000:00:03.0: AER: device
+    # recovery failed". The single-error form without "Multiple " is round 2's (NVIDIA/nvidia-docker issue #1553).
+    multiple = "Multiple " if b.rng.random() < 0.5 else ""
+    lines: list[tuple[str, dict[str, Any] | None]] = [
+        (f"pcieport {port}: AER: {multiple}Uncorrected (Fatal) error received: {port}", fatal),
+        (f"pcieport {port}: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)",
+         fatal),
+        (f"pcieport {port}:    [ 5] SDES                  ", None),
+        (f"pcieport {port}:    [14] CmpltTO                (First)", None),
+    ]
+    for g in gpus:
+        dev = f"{h.gpu_pci[g]}.0"
+        lines.append((f"nvidia {dev}: AER: can't recover (no error_detected callback)",
+                      sim._expect("pcie_aer", bdf=dev)))
+    lines.append((f"pcieport {port}: AER: device recovery failed", sim._expect("pcie_aer", bdf=port)))
+    for i, (text, expect) in enumerate(lines):
+        b.kernel(t + timedelta(microseconds=900 * i), host, text, expect)
+    lost = b.after(t, 0.5, 3)
+    for g in gpus:
+        sim._fell_off_bus(b, host, g, lost)
+    for n in nics:
+        bdf = f"{h.nic_pci[n]}.0"
+        # mlx5_core's health poll (drivers/net/ethernet/mellanox/mlx5/core/health.c, mlx5_core_err's
+        # "%s:%d:(pid %d): " prefix), as the kernel line in NVIDIA/NVSentinel's syslog health-monitor end-to-end
+        # test: "mlx5_core 0000:41:00.0: poll_health:852:(pid 0): device's health compromised - reached miss count".
+        b.kernel(b.after(lost, 0, 0.5), host,
+                 f"mlx5_core {bdf}: poll_health:852:(pid 0): device's health compromised - reached miss count",
+                 sim._expect("nic_error", pci=bdf[:-2]))
+    # The ranks on the lost GPUs hang (no line); their ring peers' queue pairs to the lost NICs fail.
+    victims = {r for r in job.placement.host_ranks(host) if job.placement.slots[r].gpu in gpus} | {rank}
+    aborted: set[int] = set()
+    for r in sorted(victims):
+        ip = h.nic_ip[job.placement.slots[r].gpu]
+        for peer in sim._ring_peers(job.placement, r):
+            if peer not in aborted and peer not in victims:
+                sim._peer_errors(b, job, peer, ip, b.after(t, 7, 15))
+                aborted.add(peer)
+    end = sim._timeouts(b, job, sim._hang_start(b, t), skip=victims | aborted)
+    return sim._Hit(switch or f"{host}/gpu{gpu}", end)
+
+
+def _host_oom_killer(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
+    """A data loader leaks host memory until the kernel's OOM killer (a global OOM, not a
+    cgroup's) kills the largest process — one rank's training process; torchrun on that host
+    reports the worker killed by SIGKILL (exit code -9) and tears down its other workers,
+    and the ranks on the other hosts time out. Accounts: Llama 3 405B's interruption table
+    ("Software bug"), pcyin/tranX issue #41 (a training process OOM-killed, its dmesg) and
+    NVIDIA/Model-Optimizer issue #1681 (torchrun's `exitcode: -9` for a memory leak). The
+    leak's growth is not sent: no agent reading of host memory is a SPEC §1 kind."""
+    rank, host, gpu = sim._victim(b, job)
+    pid = job.pid_base + gpu
+    comm = b.rng.choice(("python", "python3"))
+    anon = b.rng.randint(200_000_000, 900_000_000)  # kB: the leaking rank holds most of the host's DRAM
+    file_rss, shmem = b.rng.randint(60_000, 900_000), b.rng.randint(8_000, 4_000_000)
+    # https://github.com/pcyin/tranX/issues/41 (dmesg): "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,
+    # mems_allowed=0,global_oom,task_memcg=/user.slice,task=python3,pid=25315,uid=0", "Out of memory: Killed process
+    # 25315 (python3) total-vm:53312244kB, anon-rss:31451456kB, file-rss:74816kB, shmem-rss:12296kB, UID:0
+    # pgtables:69068kB oom_score_adj:0", "oom_reaper: reaped process 25315 (python3), now anon-rss:0kB,
+    # file-rss:74732kB, shmem-rss:12296kB".
+    lines: tuple[tuple[str, dict[str, Any] | None], ...] = (
+        (f"oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0-1,global_oom,"
+         f"task_memcg=/user.slice,task={comm},pid={pid},uid=0", sim._expect("host_oom")),
+        (f"Out of memory: Killed process {pid} ({comm}) total-vm:{anon + b.rng.randint(20_000_000, 90_000_000)}kB, "
+         f"anon-rss:{anon}kB, file-rss:{file_rss}kB, shmem-rss:{shmem}kB, UID:0 pgtables:{anon // 450}kB "
+         "oom_score_adj:0", sim._expect("host_oom")),
+        (f"oom_reaper: reaped process {pid} ({comm}), now anon-rss:0kB, file-rss:{file_rss - b.rng.randint(0, 200)}kB, "
+         f"shmem-rss:{shmem}kB", None),
+    )
+    for i, (text, expect) in enumerate(lines):
+        b.kernel(t + timedelta(microseconds=110 * i + (b.rng.randint(0, 600_000) if i == 2 else 0)), host, text, expect)
+    # torchrun's failure summary, https://github.com/NVIDIA/Model-Optimizer/issues/1681: "  rank      : 0
+    # (local_rank: 0)", "  exitcode  : -9 (pid: 3908423)", "  traceback : Signal 9 (SIGKILL) received by PID 3908423".
+    at = b.after(t, 1, 6)
+    for i, (text, expect) in enumerate((
+            (f"  rank      : {rank} (local_rank: {gpu})", None),
+            (f"  exitcode  : -9 (pid: {pid})", sim._expect("job_fail", rank)),
+            (f"  traceback : Signal 9 (SIGKILL) received by PID {pid}", None))):
+        b.log(at + timedelta(microseconds=50 * i), host, "train", text, expect)
+    end = sim._timeouts(b, job, sim._hang_start(b, t), skip=set(job.placement.host_ranks(host)))
+    return sim._Hit(host, end)
+
+
+# Error codes of real "RmInitAdapter failed!" lines: NVIDIA/gpu-operator#1146 (0x24:0x72:1568),
+# illinois-scicomp/machine-shop-maintenance#76 (0x25:0x40:1470), NVIDIA/open-gpu-kernel-modules#789 (0x62:0x65:1792).
+_RM_INIT_CODES = ("0x24:0x72:1568", "0x25:0x40:1470", "0x62:0x65:1792")
+
+
+def _gpu_missing_after_reboot(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
+    """A GPU fails and takes its host down with it: the host hangs (no line survives), the
+    monitor reports its heartbeat lost, the BMC's watchdog resets it. After the reboot the
+    GPU does not come back: the driver fails to initialise it (RmInitAdapter failed, again at
+    every CUDA start) or it is not enumerated at all (no line). The other ranks time out;
+    at torchrun's restart CUDA counts one device fewer on that host, and the last local rank
+    fails to set its device ("invalid device ordinal"). Accounts: Llama 3 405B's interruption
+    table ("Faulty GPU"), NVIDIA/gpu-operator issue #1146 and illinois-scicomp/machine-shop-
+    maintenance issue #76 (a GPU that fails RmInitAdapter until it is serviced; "only
+    reboots help"). The SPEC has no event kind for a GPU that fails to initialise: the NVRM
+    lines expect `host_kernel` with the GPU's PCI address, which resolves to the GPU."""
+    _, host, gpu = sim._victim(b, job)
+    pci = b.hosts[host].gpu_pci[gpu]
+    b.event(b.after(t, 60, 180), host, "host_heartbeat", {"state": "lost", "source": "faultgraph"},
+            severity="error", component=host, message=f"no heartbeat from {host}'s agent for 60 s")
+    reboot = b.after(t, 300, 900)
+    b.hosts[host].boots.append(reboot)
+    b.quiet.setdefault(host, []).append((t, reboot + timedelta(seconds=60)))
+    b.event(b.after(reboot, 60, 120), host, "host_heartbeat", {"state": "ok"}, severity="info", component=host)
+    silent = set(job.placement.host_ranks(host))
+    end = sim._timeouts(b, job, sim._hang_start(b, t), skip=silent)
+    restart = b.after(max(end, reboot + timedelta(seconds=120)), 10, 40)
+    code = b.rng.choice(_RM_INIT_CODES) if b.rng.random() < 0.7 else None
+    if code:
+        for at in (b.after(reboot, 20, 40), b.after(restart, 2, 5)):
+            # https://github.com/NVIDIA/gpu-operator/issues/1146 (kernel log): "NVRM: GPU 0000:0a:00.0: RmInitAdapter
+            # failed! (0x24:0x72:1568)", "NVRM: GPU 0000:0a:00.0: rm_init_adapter failed, device minor number 5".
+            b.kernel(at, host, f"NVRM: GPU {pci}.0: RmInitAdapter failed! ({code})", sim._expect("host_kernel", pci=pci))
+            b.kernel(b.after(at, 0, 0.001), host, f"NVRM: GPU {pci}.0: rm_init_adapter failed, device minor number {gpu}",
+                     sim._expect("host_kernel", pci=pci))
+    last = max(silent, key=lambda r: job.placement.slots[r].gpu)
+    # https://github.com/OpenBMB/MiniCPM-V/issues/356: torch.cuda.set_device on a host with fewer GPUs than local
+    # ranks, "[rank6]: RuntimeError: CUDA error: invalid device ordinal" behind torchrun's [rankN]: prefix.
+    b.log(b.after(restart, 5, 20), host, "train", f"[rank{last}]: RuntimeError: CUDA error: invalid device ordinal",
+          sim._expect("job_fail", last))
+    back = b.after(restart, 1800, 7200)  # the host is drained until the GPU is replaced
+    return sim._Hit(f"{host}/gpu{gpu}", restart + timedelta(seconds=20), ready=back, onset=t)
+
+
 _FAMILIES: dict[str, Callable[[sim._Builder, sim._Job, datetime], sim._Hit]] = {
     "gsp_timeout": _gsp_timeout,
     "sram_ecc": _sram_ecc,
@@ -478,6 +673,9 @@ _FAMILIES: dict[str, Callable[[sim._Builder, sim._Job, datetime], sim._Hit]] = {
     "gpu_pcie_aer_fatal": _gpu_pcie_aer_fatal,
     "fabric_manager_down": _fabric_manager_down,
     "kernel_soft_lockup": _kernel_soft_lockup,
+    "pcie_switch_failure": _pcie_switch_failure,
+    "host_oom_killer": _host_oom_killer,
+    "gpu_missing_after_reboot": _gpu_missing_after_reboot,
 }
 # Families that already lay their decoys (the vanished host of postmortems does).
 _OWN_DECOYS = frozenset({"psu_or_host_power_loss"})
@@ -485,8 +683,8 @@ _OWN_DECOYS = frozenset({"psu_or_host_power_loss"})
 
 def heldout_set(n_faults: int = 30, seed: int = 0, hosts: int = 128, *, hosts_per_su: int | None = None,
                 benign_scale: float = 24.0, families: Sequence[str] = ROUND_1) -> sim.Scenario:
-    """`n_faults` faults from `families` (round 1 by default, `ROUND_2` for the second
-    round), on the plan of `postmortems.hard_set` (skewed clocks, a month from 1 to 9,
+    """`n_faults` faults from `families` (round 1 by default, `ROUND_2` or `ROUND_3` for
+    the later rounds), on the plan of `postmortems.hard_set` (skewed clocks, a month from 1 to 9,
     benign events around them): the held-out families only.
 
     ValueError for a negative or non-integer count, fewer than 4 hosts or an unknown family."""

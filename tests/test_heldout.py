@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from faultgraph.simulate.heldout import FAMILIES, ROUND_1, ROUND_2, heldout_set
+from faultgraph.simulate.heldout import FAMILIES, ROUND_1, ROUND_2, ROUND_3, heldout_set
 from faultgraph.simulate.scenarios import Scenario
 
 # SPEC §6: each cause belongs to one category, as in the Llama 3 table.
@@ -72,3 +72,26 @@ def test_round_one_is_the_default() -> None:
     assert heldout_set(6, seed=2, hosts=8).records == heldout_set(6, seed=2, hosts=8, families=ROUND_1).records
     with pytest.raises(ValueError):
         heldout_set(2, hosts=8, families=("no_such_family",))
+
+
+def test_round_three_is_deterministic_and_in_the_spec_vocabulary() -> None:
+    three = heldout_set(9, seed=4, hosts=16, families=ROUND_3)
+    again = heldout_set(9, seed=4, hosts=16, families=ROUND_3)
+    assert again.records == three.records and again.truth == three.truth
+    assert heldout_set(9, seed=5, hosts=16, families=ROUND_3).records != three.records
+    types = {c["id"]: c["type"] for c in three.topology["components"]}
+    assert {f["mechanism"] for f in three.truth} == set(ROUND_3)
+    for fault in three.truth:
+        assert fault["root_component"] in types, fault
+        assert fault["category"] == CATEGORY_OF[fault["cause"]], fault
+        assert fault["action"] in ACTIONS, fault
+        expected = {"pcie_switch_failure": "pciesw", "host_oom_killer": "host", "gpu_missing_after_reboot": "gpu"}
+        assert types[fault["root_component"]] == expected[fault["mechanism"]], fault
+
+
+def test_round_three_leaves_rounds_one_and_two_unchanged() -> None:
+    assert not set(ROUND_3) & (set(ROUND_1) | set(ROUND_2))
+    for family in (ROUND_1, ROUND_2):
+        first = heldout_set(6, seed=7, hosts=8, families=family)
+        assert {f["mechanism"] for f in first.truth} <= set(family)
+        assert heldout_set(6, seed=7, hosts=8, families=family).records == first.records
