@@ -151,6 +151,34 @@ def common_component(items: Sequence[Item], topology: Topology | None, *, min_me
     return votes
 
 
+# What a part behind a PCIe switch shows when its link to the host is gone.
+_OFF_THE_BUS = frozenset({"gpu_fell_off_bus", "nic"})
+
+
+def pcie_switch(items: Sequence[Item], topology: Topology | None, *, min_parts: int = 2) -> list[Vote]:
+    """Several parts behind one PCIe switch (a GPU and its NIC, say) dropping off together:
+    blame the switch they hang from (Llama 3's "IO expansion board"), not each of them."""
+    if topology is None:
+        return []
+    lost: dict[str, list[Item]] = defaultdict(list)
+    for item in items:
+        fatal_aer = item.event["kind"] == "pcie_aer" and (item.event.get("attrs") or {}).get("severity") == "fatal"
+        if item.component and item.signal.role == "fault" and (item.signal.cause in _OFF_THE_BUS or fatal_aer):
+            lost[item.component].append(item)
+    by_switch: dict[str, set[str]] = defaultdict(set)
+    for part in lost:
+        for neighbour in topology.neighbours(part):
+            if topology.type_of(neighbour) == "pciesw":
+                by_switch[neighbour].add(part)
+    votes = []
+    for switch, parts in by_switch.items():
+        if len(parts) >= min_parts:
+            evidence = [item.id for part in sorted(parts) for item in lost[part]]
+            score = sum(max(i.signal.weight for i in lost[part]) for part in parts) * 1.5
+            votes.append(Vote(switch, score, "pcie_switch", "io_expansion_board", evidence))
+    return votes
+
+
 def waiting(symptoms: Sequence[Item], placement: Placement | None) -> frozenset[str]:
     """The GPUs whose ranks reported waiting in the hung collective: alive at the hang."""
     if placement is None:

@@ -339,3 +339,18 @@ def test_physical_layer_counters_point_at_the_cable(counter, cause):
     event = {"id": "e1", "kind": "nic_error", "host": "node0003", "attrs": {"device": "mlx5_2", "port": 1,
                                                                            "counter": counter, "count": 40}}
     assert classify(event).cause == cause
+
+
+@pytest.mark.parametrize(("nic_too", "root", "cause"), [
+    (True, "node0003/pciesw1", "io_expansion_board"),  # a GPU and the NIC beside it, at once
+    (False, "node0003/gpu2", "gpu_fell_off_bus"),  # the GPU alone is the GPU's
+])
+def test_parts_lost_together_behind_one_pcie_switch_blame_the_switch(cluster, nic_too, root, cause):
+    stream = Stream()
+    stream.add("gpu_xid", "node0003", T0, component="node0003/gpu2", severity="critical", attrs={"xid": 79})
+    if nic_too:
+        stream.add("nic_error", "node0003", T0, component="node0003/nic2", severity="critical",
+                   attrs={"device": "mlx5_2", "text": "device's health compromised - reached miss count"})
+    stream.timeouts(T0 + timedelta(minutes=10), skip={26})
+    [incident] = analyse(stream.sorted(), cluster)
+    assert incident.root_cause["component"] == root and incident.root_cause["cause"] == cause
