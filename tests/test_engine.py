@@ -354,3 +354,15 @@ def test_parts_lost_together_behind_one_pcie_switch_blame_the_switch(cluster, ni
     stream.timeouts(T0 + timedelta(minutes=10), skip={26})
     [incident] = analyse(stream.sorted(), cluster)
     assert incident.root_cause["component"] == root and incident.root_cause["cause"] == cause
+
+
+def test_a_rank_that_cannot_find_its_gpu_does_not_blame_its_own_code(cluster):
+    """"invalid device ordinal" says a GPU the launch expected is not there: the rank's own
+    GPU index names nothing and its code is not at fault; the host's silence is the lead."""
+    stream = Stream()
+    stream.add("host_heartbeat", "node0003", T0 - timedelta(minutes=8), severity="error", attrs={"state": "lost"})
+    stream.add("job_fail", "node0003", T0 - timedelta(minutes=1), rank=31,
+               attrs={"reason": "RuntimeError: CUDA error: invalid device ordinal", "cause": "unknown", "role": "root"})
+    stream.timeouts(T0, skip=set(range(24, 32)))
+    [incident] = analyse(stream.sorted(), cluster)
+    assert incident.root_cause["component"] == "node0003" and incident.root_cause["cause"] != "software_bug"
