@@ -560,7 +560,8 @@ def _pcie_switch_failure(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hi
         bdf = f"{h.nic_pci[n]}.0"
         # mlx5_core's health poll (drivers/net/ethernet/mellanox/mlx5/core/health.c, mlx5_core_err's
         # "%s:%d:(pid %d): " prefix), as the kernel line in NVIDIA/NVSentinel's syslog health-monitor end-to-end
-        # test: "mlx5_core 0000:41:00.0: poll_health:852:(pid 0): device's health compromised - reached miss count".
+        # test (tests/syslog_health_monitor_test.go; a revision later than the copies that could be pinned
+        # here): "mlx5_core 0000:41:00.0: poll_health:852:(pid 0): device's health compromised - reached miss count".
         b.kernel(b.after(lost, 0, 0.5), host,
                  f"mlx5_core {bdf}: poll_health:852:(pid 0): device's health compromised - reached miss count",
                  sim._expect("nic_error", pci=bdf[:-2]))
