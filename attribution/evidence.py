@@ -226,6 +226,22 @@ def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: I
     return votes
 
 
+def came_back_broken(items: Sequence[Item], lost_hosts: Iterable[Item]) -> list[Vote]:
+    """A host that went quiet and, once back, failed a part outright (a GPU that will not
+    initialise at boot): that part is why it went down, however long the reboot took, so it
+    is weighed in full, not by its distance from the hang."""
+    quiet_since: dict[str, datetime] = {}
+    for item in lost_hosts:
+        if (item.event.get("attrs") or {}).get("state") == "lost":
+            host = item.event["host"]
+            quiet_since[host] = min(item.time, quiet_since.get(host, item.time))
+    return [Vote(item.component, item.signal.weight, "came_back_broken", item.signal.cause, [item.id])
+            for item in items
+            if item.event["host"] in quiet_since and item.time > quiet_since[item.event["host"]]
+            and item.component and "/" in item.component and item.signal.role == "fault"
+            and item.event.get("rank") is None]  # the driver's own report, not a process's echo
+
+
 # A whole host that went quiet without a word (its agent died with it): the host itself,
 # its board or power; `cpu` and the like win where its last lines name them.
 SILENT_HOST_CAUSE = "chassis"

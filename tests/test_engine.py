@@ -366,3 +366,16 @@ def test_a_rank_that_cannot_find_its_gpu_does_not_blame_its_own_code(cluster):
     stream.timeouts(T0, skip=set(range(24, 32)))
     [incident] = analyse(stream.sorted(), cluster)
     assert incident.root_cause["component"] == "node0003" and incident.root_cause["cause"] != "software_bug"
+
+
+def test_a_host_that_came_back_without_a_gpu_blames_that_gpu(cluster):
+    """The host hung (ranks silent, heartbeat lost ten minutes before its peers timed out) and
+    rebooted; at boot its GPU would not initialise. That GPU is why it went down, though its
+    line comes long after the hang began."""
+    stream = Stream()
+    stream.add("host_heartbeat", "node0003", T0 - timedelta(minutes=8), severity="error", attrs={"state": "lost"})
+    stream.timeouts(T0, skip=set(range(24, 32)))
+    stream.add("host_kernel", "node0003", T0 + timedelta(seconds=90), component="node0003/gpu4", severity="critical",
+               attrs={"text": "RmInitAdapter failed! (0x24:0x72:1568)", "cause": "faulty_gpu", "role": "root"})
+    [incident] = analyse(stream.sorted(), cluster)
+    assert incident.root_cause["component"] == "node0003/gpu4" and incident.root_cause["cause"] == "faulty_gpu"
