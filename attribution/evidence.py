@@ -125,6 +125,16 @@ def flapping(items: Iterable[Item], topology: Topology | None, *, min_downs: int
     return votes
 
 
+def _parents(parts: Iterable[str], topology: Topology, kind: str) -> dict[str, set[str]]:
+    """The parts grouped by each neighbour of type `kind` they hang from (their switch)."""
+    children: dict[str, set[str]] = defaultdict(set)
+    for part in parts:
+        for neighbour in topology.neighbours(part):
+            if topology.type_of(neighbour) == kind:
+                children[neighbour].add(part)
+    return children
+
+
 def common_component(items: Sequence[Item], topology: Topology | None, *, min_members: int = 2) -> list[Vote]:
     """Many NICs failing together on different hosts: blame the switch they share."""
     if topology is None:
@@ -135,13 +145,8 @@ def common_component(items: Sequence[Item], topology: Topology | None, *, min_me
             failing_nics[item.component].append(item)
     if len(failing_nics) < min_members:
         return []
-    by_switch: dict[str, set[str]] = defaultdict(set)
-    for nic in failing_nics:
-        for neighbour in topology.neighbours(nic):
-            if topology.type_of(neighbour) == "switch":
-                by_switch[neighbour].add(nic)
     votes = []
-    for switch, nics in by_switch.items():
+    for switch, nics in _parents(failing_nics, topology, "switch").items():
         hosts = {topology.host_of(nic) for nic in nics}
         if len(nics) >= min_members and len(hosts) >= min_members:
             share = len(nics) / len(failing_nics)
@@ -165,13 +170,8 @@ def pcie_switch(items: Sequence[Item], topology: Topology | None, *, min_parts: 
         fatal_aer = item.event["kind"] == "pcie_aer" and (item.event.get("attrs") or {}).get("severity") == "fatal"
         if item.component and item.signal.role == "fault" and (item.signal.cause in _OFF_THE_BUS or fatal_aer):
             lost[item.component].append(item)
-    by_switch: dict[str, set[str]] = defaultdict(set)
-    for part in lost:
-        for neighbour in topology.neighbours(part):
-            if topology.type_of(neighbour) == "pciesw":
-                by_switch[neighbour].add(part)
     votes = []
-    for switch, parts in by_switch.items():
+    for switch, parts in _parents(lost, topology, "pciesw").items():
         if len(parts) >= min_parts:
             evidence = [item.id for part in sorted(parts) for item in lost[part]]
             score = sum(max(i.signal.weight for i in lost[part]) for part in parts) * 1.5
