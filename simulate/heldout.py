@@ -176,6 +176,18 @@ def _edac_ue(b: sim._Builder, socket: int, mc: int, page: int, offset: int) -> s
             f"ChipSelect:0x{r.randrange(2):x} ChipId:0x0)")
 
 
+def _reboots(b: sim._Builder, host: str, t: datetime, *, within: tuple[float, float]) -> datetime:
+    """A host that goes down at `t`: the liveness tracker reports it lost, it reboots
+    `within` seconds and is quiet until then, and its agent comes back. Returns the reboot."""
+    b.event(b.after(t, 60, 180), host, "host_heartbeat", {"state": "lost", "source": "faultgraph"},
+            severity="error", component=host, message=f"no heartbeat from {host}'s agent for 60 s")
+    reboot = b.after(t, *within)
+    b.hosts[host].boots.append(reboot)
+    b.quiet.setdefault(host, []).append((t, reboot + timedelta(seconds=60)))
+    b.event(b.after(reboot, 60, 120), host, "host_heartbeat", {"state": "ok"}, severity="info", component=host)
+    return reboot
+
+
 def _system_memory_ue(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
     """An uncorrectable error in the host's DRAM. If a training process consumed it, the
     kernel sends that process SIGBUS and its rank dies (the others time out); if the
@@ -214,12 +226,7 @@ def _system_memory_ue(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
     )
     for i, (text, expect) in enumerate(lines):
         b.kernel(t - timedelta(microseconds=(len(lines) - i) * 40), host, text, expect)
-    b.event(b.after(t, 60, 180), host, "host_heartbeat", {"state": "lost", "source": "faultgraph"},
-            severity="error", component=host, message=f"no heartbeat from {host}'s agent for 60 s")
-    reboot = b.after(t, 240, 600)
-    b.hosts[host].boots.append(reboot)
-    b.quiet.setdefault(host, []).append((t, reboot + timedelta(seconds=60)))
-    b.event(b.after(reboot, 60, 120), host, "host_heartbeat", {"state": "ok"}, severity="info", component=host)
+    reboot = _reboots(b, host, t, within=(240, 600))
     end = sim._timeouts(b, job, sim._hang_start(b, t), skip=set(job.placement.host_ranks(host)))
     return sim._Hit(host, end, ready=reboot + timedelta(seconds=120))
 
@@ -637,12 +644,7 @@ def _gpu_missing_after_reboot(b: sim._Builder, job: sim._Job, t: datetime) -> si
     lines expect `host_kernel` with the GPU's PCI address, which resolves to the GPU."""
     _, host, gpu = sim._victim(b, job)
     pci = b.hosts[host].gpu_pci[gpu]
-    b.event(b.after(t, 60, 180), host, "host_heartbeat", {"state": "lost", "source": "faultgraph"},
-            severity="error", component=host, message=f"no heartbeat from {host}'s agent for 60 s")
-    reboot = b.after(t, 300, 900)
-    b.hosts[host].boots.append(reboot)
-    b.quiet.setdefault(host, []).append((t, reboot + timedelta(seconds=60)))
-    b.event(b.after(reboot, 60, 120), host, "host_heartbeat", {"state": "ok"}, severity="info", component=host)
+    reboot = _reboots(b, host, t, within=(300, 900))
     silent = set(job.placement.host_ranks(host))
     end = sim._timeouts(b, job, sim._hang_start(b, t), skip=silent)
     restart = b.after(max(end, reboot + timedelta(seconds=120)), 10, 40)
