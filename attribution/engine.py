@@ -24,7 +24,7 @@ from faultgraph.attribution.classify import SEVERITY_WEIGHT, classify
 from faultgraph.attribution.evidence import Item, Vote
 from faultgraph.attribution.ledger import gpu_hours_lost
 from faultgraph.attribution.placement import Placement
-from faultgraph.attribution.topology import Topology
+from faultgraph.attribution.topology import Topology, id_host
 from faultgraph.ingest.causes import category_of
 
 # Items of one scope further apart than this (in effective time) are separate interruptions.
@@ -34,6 +34,11 @@ LONG_GAP = timedelta(hours=1)
 # Hardware events this long before the hang start can still be its cause.
 LOOKBACK = timedelta(minutes=10)
 LOOKAHEAD = timedelta(minutes=2)
+# A job's incident that blames the host its previous incident blamed, and began before the job
+# ran again or within this long after it restarted, is that fault still at work (the part
+# was still in service: a GPU that did not come back after the reboot, a host nobody
+# drained), not a new one.
+FAILED_RESTART = timedelta(minutes=10)
 
 
 class Cluster(Protocol):
@@ -222,7 +227,7 @@ def _touches(item: Item, reach: frozenset[str], topology: Topology | None) -> bo
     """Whether a hardware event is on the reach: on one of its hosts or switches, or on a
     NIC cabled to one of its switches (a spare host's port on the job's leaf)."""
     component = item.component or ""
-    if item.event["host"] in reach or component.split("~")[0].split("/")[0] in reach:
+    if item.event["host"] in reach or id_host(component) in reach:
         return True
     if topology is not None and topology.type_of(component) == "nic":
         return any(neighbour in reach for neighbour in topology.neighbours(component))
@@ -499,7 +504,7 @@ def _would_settle(draft: Draft, ranked: list[str], placement: Placement | None, 
     if not ranked:
         return ("To settle it: the flight-recorder dump (TORCH_NCCL_TRACE_BUFFER_SIZE) of the ranks that "
                 "did not time out, or py-spy stacks of every rank.")
-    hosts = sorted({c.split("/")[0].split("~")[0] for c in ranked[:3]})
+    hosts = sorted({id_host(c) for c in ranked[:3]})
     return (f"To settle it: the kernel log and BMC event log of {', '.join(hosts)}, and the flight-recorder "
             "dump of their ranks.")
 
@@ -566,6 +571,43 @@ def _next_starts(drafts: Sequence[Draft]) -> dict[int, datetime]:
     return following
 
 
+def _fold_failed_restarts(drafts: list[Draft], hardware: Sequence[Item], lifecycle: Sequence[Item],
+                          cluster: Cluster, restarts: dict[str, list[datetime]]) -> list[Draft]:
+    """A job's incident (or fault) that is its previous incident's fault still at work
+    (FAILED_RESTART) joins it, which is then attributed again with both: one fault, one
+    incident, its downtime running to the restart that held. What came after (the GPU that
+    would not initialise at boot, the restart that failed on it) often names the part the
+    first incident could only narrow to its host. Only for jobs that report their restarts:
+    without them, a job running again cannot be told from one still down."""
+    kept: list[Draft] = []
+    last_of: dict[str, Draft] = {}
+    for draft in sorted(drafts, key=lambda d: (d.start, d.scope)):
+        before = last_of.get(draft.scope)
+        starts = restarts.get(draft.job or "", [])
+        if before is not None and starts and _same_host_blamed(before, draft) and draft.start - before.last <= LONG_GAP:
+            restart = next((r for r in starts if before.last < r <= draft.start), None)
+            if restart is None or draft.start - restart <= FAILED_RESTART:
+                failed = next((r for r in starts if before.last < r <= draft.last), None)  # the restart it ended
+                before.members.extend(draft.members)
+                before.last = max(before.last, draft.last)
+                attribute(before, hardware, lifecycle, cluster)
+                if failed is not None:
+                    host = id_host(str(draft.root_cause["component"]))
+                    before.root_cause["explanation"] += f" The restart at {failed:%H:%M:%S} failed on {host} again."
+                continue
+        kept.append(draft)
+        last_of[draft.scope] = draft
+    return kept
+
+
+def _same_host_blamed(interruption: Draft, later: Draft) -> bool:
+    """Whether a later incident or fault blames a part of the host (or switch) an
+    interruption blamed."""
+    first, then = interruption.root_cause.get("component"), later.root_cause.get("component")
+    return (interruption.type == "interruption" and later.type in ("interruption", "fault")
+            and isinstance(first, str) and isinstance(then, str) and id_host(first) == id_host(then))
+
+
 def analyse(events: Sequence[dict[str, Any]], cluster: Cluster) -> list[Draft]:
     """Incidents of a window of events (sorted by time, then id)."""
     items, offsets = _items(events, cluster)
@@ -577,9 +619,10 @@ def analyse(events: Sequence[dict[str, Any]], cluster: Cluster) -> list[Draft]:
     for draft in drafts:
         attribute(draft, hardware, lifecycle, cluster)
         draft.type = _type(draft, lifecycle, following.get(id(draft))) or ""
+    drafts = _fold_failed_restarts([d for d in drafts if d.type], hardware, lifecycle, cluster, _restarts(items))
+    for draft in drafts:
         hosts = {i.event["host"] for i in (*draft.members, *draft.evidence)}
         draft.clock_offsets = {h: round(offsets[h].total_seconds(), 3) for h in sorted(hosts & offsets.keys())}
-    drafts = [d for d in drafts if d.type]
     # A fault on an idle host that a job's incident already explains (a spare host's port
     # on the leaf that died) is part of that incident, not an interruption of its own.
     explained = {item.id for draft in drafts if draft.job for item in draft.evidence}

@@ -30,7 +30,7 @@ import ruptures
 from scipy.ndimage import median_filter
 
 from faultgraph.attribution.placement import Placement
-from faultgraph.attribution.topology import Topology, link_id
+from faultgraph.attribution.topology import Topology, id_host, link_id
 from faultgraph.ingest.causes import category_of
 
 # A segment this much slower than the last normal level is a slowdown (fraction of step
@@ -374,7 +374,7 @@ def _health_verdict(placement: Placement, topology: Topology | None, health: Map
                     episode: Episode) -> Verdict:
     """No per-rank timing to compare: the job's own health reports, else no culprit."""
     hosts = set(placement.hosts())
-    scores = {c: float(len(events)) for c, events in health.items() if c.split("/")[0].split("~")[0] in hosts}
+    scores = {c: float(len(events)) for c, events in health.items() if id_host(c) in hosts}
     if not scores:
         text = (f"steps slowed {episode.baseline_ms:.0f} → {episode.slow_ms:.0f} ms from step {episode.onset_step} "
                 "with no per-rank timing that singles out a rank and no hardware report; watch it or profile the job.")

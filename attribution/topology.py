@@ -49,6 +49,12 @@ def split_link_id(link: str) -> tuple[str, str] | None:
     return a, b
 
 
+def id_host(component: str) -> str:
+    """The host (or switch) a component id names first (SPEC §2): `node0042` of
+    `node0042/gpu3`, the lower end's of a link; read from the id, no graph needed."""
+    return component.split("~")[0].split("/")[0]
+
+
 class Topology:
     """A validated, read-only cluster graph with the lookups attribution needs."""
 

@@ -379,3 +379,48 @@ def test_a_host_that_came_back_without_a_gpu_blames_that_gpu(cluster):
                attrs={"text": "RmInitAdapter failed! (0x24:0x72:1568)", "cause": "faulty_gpu", "role": "root"})
     [incident] = analyse(stream.sorted(), cluster)
     assert incident.root_cause["component"] == "node0003/gpu4" and incident.root_cause["cause"] == "faulty_gpu"
+
+
+def _host_down_then_gpu_missing(stream: Stream, *, restart_after: timedelta | None, fail_after: timedelta,
+                                host: str = "node0003") -> None:
+    """j1 restarted once before; node0003 hangs and reboots, its ranks' peers time out (hang
+    at T0 − 10 min); at boot its GPU 4 will not initialise, and `fail_after` past T0 the last
+    local rank of `host` cannot find its GPU and the job fails (after a restart, if any)."""
+    stream.add("job_restart", "node0000", T0 - timedelta(hours=3), job="j1", attrs={"reason": "resumed"})
+    stream.add("host_heartbeat", "node0003", T0 - timedelta(minutes=8), severity="error", attrs={"state": "lost"})
+    stream.timeouts(T0, skip=set(range(24, 32)))
+    stream.add("host_kernel", "node0003", T0 + timedelta(minutes=6), component="node0003/gpu4", severity="critical",
+               attrs={"text": "RmInitAdapter failed! (0x24:0x72:1568)", "cause": "faulty_gpu", "role": "root"})
+    if restart_after is not None:
+        stream.add("job_restart", "node0000", T0 + restart_after, job="j1", attrs={"reason": "resumed"})
+    rank = HOSTS.index(host) * 8 + 7
+    stream.add("job_fail", host, T0 + fail_after, job="j1", rank=rank,
+               attrs={"reason": "RuntimeError: CUDA error: invalid device ordinal", "cause": "unknown", "role": "root"})
+
+
+@pytest.mark.parametrize("restart_after", [None, timedelta(minutes=7)])
+def test_a_failure_on_the_host_still_at_fault_joins_its_incident(cluster, restart_after):
+    """The GPU that would not come back after the reboot, and the job failing on it again
+    (torchrun's own restart, or the scheduler's a minute before), are the same fault as the
+    hang: one incident, blaming that GPU (Llama 3's "Faulty GPU"), down until a restart holds."""
+    stream = Stream()
+    _host_down_then_gpu_missing(stream, restart_after=restart_after, fail_after=timedelta(minutes=8))
+    [incident] = analyse(stream.sorted(), cluster)
+    assert incident.root_cause["component"] == "node0003/gpu4" and incident.root_cause["cause"] == "faulty_gpu"
+    assert incident.interruption["end"] is None  # no restart after the failed one: still down
+    assert ("failed on node0003 again" in incident.root_cause["explanation"]) == (restart_after is not None)
+
+
+@pytest.mark.parametrize(("fail_after", "host"), [
+    (timedelta(minutes=30), "node0003"),  # the restart ran 23 minutes: a new failure
+    (timedelta(minutes=8), "node0005"),  # another host's GPU fell off the bus
+])
+def test_a_failure_after_a_restart_that_held_or_elsewhere_is_its_own_incident(cluster, fail_after, host):
+    stream = Stream()
+    _host_down_then_gpu_missing(stream, restart_after=timedelta(minutes=7), fail_after=fail_after, host=host)
+    if host != "node0003":
+        stream.add("gpu_xid", host, T0 + fail_after - timedelta(seconds=5), component=f"{host}/gpu1", severity="critical",
+                   attrs={"xid": 79, "text": "GPU has fallen off the bus."})
+    first, second = sorted(analyse(stream.sorted(), cluster), key=lambda d: d.start)
+    assert first.interruption["end"] == T0 + timedelta(minutes=7)
+    assert second.start >= T0 + fail_after - timedelta(seconds=5)

@@ -302,6 +302,35 @@ def test_what_a_job_rode_out_is_no_incident_and_idle_hardware_is_a_fault(client)
     assert mtbf["interruptions"] == 0
 
 
+def test_a_gpu_that_did_not_come_back_after_the_reboot_stays_one_incident(client):
+    """Live, in two passes: node0005 hung (heartbeat lost, its ranks silent) and the first
+    pass can only blame the host. After its reboot the driver cannot initialise GPU 4 and,
+    at the restart, the host's last rank cannot find its device and the job fails again: the
+    second pass names the GPU in the same incident rather than opening another (a second
+    interruption counted for one fault), and the job is still down. Lines as the NVIDIA driver and torchrun print them (gpu-operator#1146,
+    MiniCPM-V#356)."""
+    with_job(client)
+    before = [{"time": iso(T0 - timedelta(hours=1)), "host": NODES[0], "kind": "job_restart", "job": "train"},
+              {"time": iso(T0 + timedelta(minutes=2)), "host": "node0005", "kind": "host_heartbeat", "severity": "error",
+               "attrs": {"state": "lost", "source": "faultgraph"}},
+              *timeouts(T0, skip=set(range(40, 48)))]
+    assert client.post("/v1/events", json=before).json()["rejected"] == []
+    first = only_incident(client)
+    assert first["root_cause"]["component"] == "node0005"
+    boot, pci = T0 + timedelta(minutes=24), attrs_of("node0005/gpu4")["pci"]
+    after = [edge(f"{iso(boot)} node0005 kernel: NVRM: GPU {pci}.0: RmInitAdapter failed! (0x24:0x72:1568)", "node0005", boot),
+             {"time": iso(boot + timedelta(minutes=2)), "host": NODES[0], "kind": "job_restart", "job": "train"},
+             edge("[rank47]: RuntimeError: CUDA error: invalid device ordinal", "node0005", boot + timedelta(minutes=3),
+                  source="train"),
+             {"time": iso(boot + timedelta(minutes=3)), "host": NODES[0], "kind": "job_fail", "job": "train",
+              "attrs": {"reason": "worker processes exited"}}]
+    assert client.post("/v1/events", json=after).json()["rejected"] == []
+    incident = only_incident(client)
+    root = incident["root_cause"]
+    assert incident["id"] == first["id"] and root["component"] == "node0005/gpu4" and root["cause"] == "faulty_gpu"
+    assert "failed on node0005 again" in root["explanation"] and incident["interruption"]["end"] is None
+
+
 def test_a_backfill_with_unpadded_glog_months_opens_nothing_at_its_receipt(client):
     """PyTorch's glog month is not padded ([E307 …] is 7 March): whatever the parsers make of
     such lines, a backfill must not become an incident at the moment it was received."""
