@@ -162,9 +162,8 @@ def _restarts(items: Sequence[Item]) -> dict[str, list[datetime]]:
     return {job: sorted(times) for job, times in starts.items()}
 
 
-def _group(items: Sequence[Item], cluster: Cluster) -> list[Draft]:
-    """Cut every scope's symptoms and faults into interruptions."""
-    restarts = _restarts(items)
+def _group(items: Sequence[Item], cluster: Cluster, restarts: dict[str, list[datetime]]) -> list[Draft]:
+    """Cut every scope's symptoms and faults into interruptions (`restarts`: `_restarts`')."""
     observed: dict[str, set[str]] = defaultdict(set)
     for item in items:
         if item.event.get("job") and item.signal.role == "symptom":
@@ -614,12 +613,13 @@ def analyse(events: Sequence[dict[str, Any]], cluster: Cluster) -> list[Draft]:
     items = _flaps_ridden_out(items)
     hardware = [i for i in items if i.signal.role in ("fault", "evidence")]
     lifecycle = sorted((i for i in items if i.signal.role == "lifecycle"), key=lambda i: (i.time, i.id))
-    drafts = _group(items, cluster)
+    restarts = _restarts(items)
+    drafts = _group(items, cluster, restarts)
     following = _next_starts(drafts)
     for draft in drafts:
         attribute(draft, hardware, lifecycle, cluster)
         draft.type = _type(draft, lifecycle, following.get(id(draft))) or ""
-    drafts = _fold_failed_restarts([d for d in drafts if d.type], hardware, lifecycle, cluster, _restarts(items))
+    drafts = _fold_failed_restarts([d for d in drafts if d.type], hardware, lifecycle, cluster, restarts)
     for draft in drafts:
         hosts = {i.event["host"] for i in (*draft.members, *draft.evidence)}
         draft.clock_offsets = {h: round(offsets[h].total_seconds(), 3) for h in sorted(hosts & offsets.keys())}

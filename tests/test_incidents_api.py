@@ -307,8 +307,8 @@ def test_a_gpu_that_did_not_come_back_after_the_reboot_stays_one_incident(client
     pass can only blame the host. After its reboot the driver cannot initialise GPU 4 and,
     at the restart, the host's last rank cannot find its device and the job fails again: the
     second pass names the GPU in the same incident rather than opening another (a second
-    interruption counted for one fault), and the job is still down. Lines as the NVIDIA driver and torchrun print them (gpu-operator#1146,
-    MiniCPM-V#356)."""
+    interruption counted for one fault), and the job is still down. Lines as the NVIDIA
+    driver and torchrun print them (gpu-operator#1146, MiniCPM-V#356)."""
     with_job(client)
     before = [{"time": iso(T0 - timedelta(hours=1)), "host": NODES[0], "kind": "job_restart", "job": "train"},
               {"time": iso(T0 + timedelta(minutes=2)), "host": "node0005", "kind": "host_heartbeat", "severity": "error",
