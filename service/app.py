@@ -29,6 +29,7 @@ from faultgraph.service.events.models import events
 from faultgraph.service.fleet import views as fleet_views
 from faultgraph.service.flight_recorder import views as flight_recorder_views
 from faultgraph.service.hosts import views as hosts_views
+from faultgraph.service.hotpath import HotPath
 from faultgraph.service.incidents import views as incidents_views
 from faultgraph.service.incidents.flows import IncidentRunner
 from faultgraph.service.inventory import views as inventory_views
@@ -134,6 +135,9 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
     app.state.settings = settings
     retention = Retention.from_settings(settings)  # a malformed archive target stops the start, named
     app.state.archive = retention.archive  # long-range statistics read it with the live store
+    # Middleware added first runs innermost: HotPath sees the caller Authenticate admitted.
+    app.add_middleware(HotPath, endpoints={"/v1/events": events_views.post_events, "/v1/logs": logs_views.post_logs},
+                       role="agent")
     app.add_middleware(Authenticate)
     app.state.limiter = IngestLimiter(rate=settings.ingest_rate_per_s, burst=settings.ingest_burst,
                                       unit_bytes=settings.ingest_request_bytes,
