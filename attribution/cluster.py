@@ -28,9 +28,7 @@ def fabric_reach(topology: Topology | None, hosts: Iterable[str]) -> frozenset[s
     switches: set[str] = set()
     if topology is not None:
         for host in hosts:
-            for component in topology.host_components(host):
-                if topology.type_of(component) == "nic":
-                    switches.update(n for n in topology.neighbours(component) if topology.type_of(n) == "switch")
+            switches |= topology.switches_of(host)
     return frozenset(hosts | switches | racks.reach(topology, hosts))  # racks: GB200 NVL72 NVLink domains
 
 

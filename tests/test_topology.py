@@ -126,6 +126,15 @@ def test_lookups(cluster):
     assert link_id("b", "a") == "a~b" and split_link_id("a~b") == ("a", "b") and split_link_id("a~b~c") is None
 
 
+def test_a_hosts_switches_are_the_ones_its_nics_plug_into(cluster):
+    """Rail-optimised: NIC k of every host in a scalable unit goes to that unit's leaf k."""
+    assert cluster.switches_of("node0001") == frozenset(f"leaf-s0-r{k}" for k in range(8))
+    assert cluster.switches_of("node0017") == frozenset(f"leaf-s1-r{k}" for k in range(8))
+    assert cluster.switches_of("node9999") == frozenset()  # unknown
+    tiny = Topology.from_dict(_tiny())
+    assert tiny.switches_of("h0") == frozenset()  # no NIC
+
+
 def _tiny():
     return {
         "components": [
