@@ -12,7 +12,8 @@ directly with what its dependencies would have supplied, so that cost is not pai
 Nothing else about the routes changes: FastAPI still declares them (OpenAPI, `/docs`), and a
 request `HotPath` declines (another method, a caller missing or without the role) goes on
 to FastAPI, whose `require` then words the 401 or 403 as before. An `HTTPException` becomes
-the same JSON answer FastAPI's default handler gives.
+the same JSON answer FastAPI's default handler gives. What is not kept: a test's
+`app.dependency_overrides` of the ingest routes' dependencies do not reach these two posts.
 """
 
 from collections.abc import Awaitable, Callable, Mapping

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import httpx
 import orjson
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -171,12 +172,9 @@ def bare_server(tmp: Path) -> tuple[subprocess.Popen, str]:
 
 def engine_passes(exposition: str) -> tuple[float, float]:
     """(passes over new events, their seconds) from the server's /metrics."""
-    values = {}
-    for line in exposition.splitlines():
-        if line.startswith("faultgraph_attribution_seconds_"):
-            name, value = line.split()
-            values[name.removeprefix("faultgraph_attribution_seconds_")] = float(value)
-    return values.get("count", 0.0), values.get("sum", 0.0)
+    values = {sample.name: sample.value for family in text_string_to_metric_families(exposition)
+              if family.name == "faultgraph_attribution_seconds" for sample in family.samples}
+    return values.get("faultgraph_attribution_seconds_count", 0.0), values.get("faultgraph_attribution_seconds_sum", 0.0)
 
 
 def main() -> None:
