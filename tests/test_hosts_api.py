@@ -25,7 +25,7 @@ def secured(db_url):
     with engine.begin() as conn:
         made = {role: tokens.create(conn, role=role)[0] for role in ("agent", "reader")}
     engine.dispose()
-    server = start_server(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "1"})
+    server = start_server(db_url, env={"FAULTGRAPH_HEARTBEAT_TIMEOUT": "3"})
     yield server, {role: {"authorization": f"Bearer {token}"} for role, token in made.items()}
     server.stop()
 
@@ -35,7 +35,7 @@ def test_hosts_show_last_seen_beat_offset_and_who_went_silent(secured):
     client = server.client
     answer = client.post("/v1/events", json=[beat("node0001", ahead_s=-30.0)], headers=auth["agent"])
     assert answer.status_code == 200 and answer.json()["accepted"] == 1
-    time.sleep(1.5)  # node0001 is now silent past the timeout
+    time.sleep(3.5)  # node0001 is now silent past the timeout
     answer = client.post("/v1/events", json=[beat("node0002", ahead_s=5.0), beat("node0003", ahead_s=0.0)],
                          headers=auth["agent"])
     assert answer.status_code == 200 and answer.json()["accepted"] == 2
