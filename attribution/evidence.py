@@ -119,7 +119,7 @@ def flapping(items: Iterable[Item], topology: Topology | None, *, min_downs: int
         cycles = [e for e in events if any(timedelta(0) <= up - e.time <= FLAP_BACK for up in ups[nic])]
         if len(events) < min_downs or len(cycles) < min_downs:
             continue
-        switches = [n for n in (topology.neighbours(nic) if topology else []) if topology is not None and topology.type_of(n) == "switch"]
+        switches = topology.neighbours(nic, of_type="switch") if topology is not None else []
         target = link_id(nic, switches[0]) if switches else nic
         votes.append(Vote(target, 1.5 * len(events), "flapping", "network_switch_cable", [e.id for e in events]))
     return votes
@@ -129,9 +129,8 @@ def _parents(parts: Iterable[str], topology: Topology, kind: str) -> dict[str, s
     """The parts grouped by each neighbour of type `kind` they hang from (their switch)."""
     children: dict[str, set[str]] = defaultdict(set)
     for part in parts:
-        for neighbour in topology.neighbours(part):
-            if topology.type_of(neighbour) == kind:
-                children[neighbour].add(part)
+        for neighbour in topology.neighbours(part, of_type=kind):
+            children[neighbour].add(part)
     return children
 
 

@@ -242,11 +242,8 @@ def _health_by_component(signals: Sequence[Mapping]) -> dict[str, list[Mapping]]
 
 def _pcie_link(gpu: str, topology: Topology | None) -> str:
     """A GPU's PCIe link to its switch (what to reseat or replace), or the GPU itself."""
-    if topology is not None:
-        for neighbour in topology.neighbours(gpu):
-            if topology.type_of(neighbour) == "pciesw":
-                return link_id(gpu, neighbour)
-    return gpu
+    switches = topology.neighbours(gpu, of_type="pciesw") if topology is not None else []
+    return link_id(gpu, switches[0]) if switches else gpu
 
 
 def _gpu_cause(gpu: str, health: Mapping[str, list[Mapping]], topology: Topology | None) -> tuple[str, str, list[Mapping]]:
@@ -354,9 +351,8 @@ def _rail_verdict(rail: int, ranks: list[int], placement: Placement, topology: T
     leaves: dict[str, int] = defaultdict(int)
     if topology is not None:
         for nic in nics:
-            for neighbour in topology.neighbours(nic):
-                if topology.type_of(neighbour) == "switch":
-                    leaves[neighbour] += 1
+            for leaf in topology.neighbours(nic, of_type="switch"):
+                leaves[leaf] += 1
     for leaf, n in leaves.items():
         scores[leaf] += 0.5 * n / max(1, len(nics))  # timing alone: the rail's shared leaf
     if not scores:

@@ -139,11 +139,14 @@ class Topology:
             return None
         return component if data["type"] == "host" else data["host"]
 
-    def neighbours(self, component: str) -> list[str]:
-        """Components one link away, in insertion order ([] when unknown)."""
+    def neighbours(self, component: str, of_type: str | None = None) -> list[str]:
+        """Components one link away, in insertion order ([] when unknown); with `of_type`,
+        only those of that type (a NIC's switch, a GPU's PCIe switch)."""
         if component not in self.graph:
             return []
-        return list(self.graph.adj[component])
+        if of_type is None:
+            return list(self.graph.adj[component])
+        return [n for n in self.graph.adj[component] if self.type_of(n) == of_type]
 
     def links_of(self, component: str) -> list[dict[str, Any]]:
         """The links touching a component, as `{"id", "a", "b", "type", "attrs"}`."""
@@ -179,7 +182,7 @@ class Topology:
         found: dict[str, set[str]] = {}
         for nic in self._by_type.get("nic", ()):
             host = self._nodes[nic]["host"]
-            switches = {n for n in self.graph.adj[nic] if self.type_of(n) == "switch"}
+            switches = set(self.neighbours(nic, of_type="switch"))
             if host is not None and switches:
                 found.setdefault(host, set()).update(switches)
         return {host: frozenset(switches) for host, switches in found.items()}

@@ -47,15 +47,15 @@ def test_rail_wiring(cluster):
         su = int(host[4:]) // 16
         for i in range(8):
             nic = f"{host}/nic{i}"
-            assert f"leaf-s{su}-r{i}" in cluster.neighbours(nic)
+            assert cluster.neighbours(nic, of_type="switch") == [f"leaf-s{su}-r{i}"]  # its rail's leaf, only
             assert cluster.attrs(nic)["device"] == f"mlx5_{i}"
             gpu = f"{host}/gpu{i}"
-            assert sorted(n for n in cluster.neighbours(gpu) if "nvswitch" in n) == [
+            assert sorted(cluster.neighbours(gpu, of_type="nvswitch")) == [
                 f"{host}/nvswitch{k}" for k in range(4)
             ]
             # one NIC per GPU, sharing its PCIe switch
-            assert f"{host}/pciesw{i // 2}" in cluster.neighbours(gpu)
-            assert f"{host}/pciesw{i // 2}" in cluster.neighbours(nic)
+            assert cluster.neighbours(gpu, of_type="pciesw") == [f"{host}/pciesw{i // 2}"]
+            assert cluster.neighbours(nic, of_type="pciesw") == [f"{host}/pciesw{i // 2}"]
         assert [cluster.attrs(f"{host}/gpu{i}")["pci"] for i in range(8)] == [
             f"0000:{bus:02x}:00" for bus in DGX_H100_GPU_BUSES
         ]
