@@ -6,7 +6,9 @@ events committed since the last pass (by `events.seq`), widens their time span b
 engine's reach and by every stored incident it touches, re-analyses that whole window
 from the store in event-time order, and upserts the result. Because a window is always
 analysed whole, a replay of a recorded stream and the live run converge on the same
-incidents, whatever order the events arrived in.
+incidents, whatever order the events arrived in. The price: a pass costs as much as the
+longest incident it touches, not as its new events (`tests/bench/engine_pass.py`; figures in
+service/README).
 
 With replicas on one PostgreSQL, only the leader (`service.leader.Lease`) runs passes in
 the background, but a pass may be asked for on any replica (`POST /v1/analyze`): every
