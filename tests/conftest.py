@@ -77,7 +77,8 @@ class Server:
         self.client.close()
         if self.process.poll() is None:
             self.process.kill() if kill else self.process.terminate()
-            self.process.wait(timeout=30)
+            # A graceful stop waits up to 60 s for an engine pass in progress (service/loops.py).
+            self.process.wait(timeout=90)
 
 
 def start_server(db_url: str, *, env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> Server:
