@@ -400,7 +400,8 @@ def _interruption(draft: Draft, lifecycle: Sequence[Item], cluster: Cluster, pla
     else:
         gpus = max(1, len({(i.event["host"], i.event.get("rank")) for i in draft.members}))
     lost = gpu_hours_lost(gpus=gpus, failed_at=failed_at, resumed_at=resumed, last_checkpoint_at=saved, running_since=since)
-    return {"start": failed_at, "end": ended, "gpus": gpus, "gpu_hours_lost": round(lost["gpu_hours_lost"], 3)}
+    return {"start": failed_at, "end": ended, "resumed": resumed, "gpus": gpus,
+            "gpu_hours_lost": round(lost["gpu_hours_lost"], 3)}
 
 
 def _hang_start(draft: Draft) -> datetime:

@@ -4,11 +4,16 @@ how the engine's fresh answer is reconciled with the incidents already stored.
 The engine is pure (`attribution/engine.py`); this module is its I/O. Each pass takes the
 events committed since the last pass (by `events.seq`), widens their time span by the
 engine's reach and by every stored incident it touches, re-analyses that whole window
-from the store in event-time order, and upserts the result. Because a window is always
-analysed whole, a replay of a recorded stream and the live run converge on the same
-incidents, whatever order the events arrived in. The price: a pass costs as much as the
-longest incident it touches, not as its new events (`tests/bench/engine_pass.py`; figures in
-service/README).
+from the store in event-time order, and upserts the result. Because a window is analysed
+whole, a replay of a recorded stream and the live run converge on the same incidents,
+whatever order the events arrived in.
+
+Except for an incident that began more than `HORIZON` before the new events: re-reading it
+whole would make a pass cost as much as the longest incident it touches (a crash loop, a hang
+nobody aborted: `tests/bench/engine_pass.py`, figures in service/README), so its head is
+settled. The pass reads back only to the horizon, keeps what the head decided (start, root
+cause, when the job failed) and extends the stored incident with the tail (`_extended`).
+Replay and live then agree on everything but a verdict the tail alone would have changed.
 
 With replicas on one PostgreSQL, only the leader (`service.leader.Lease`) runs passes in
 the background, but a pass may be asked for on any replica (`POST /v1/analyze`): every
@@ -31,6 +36,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from faultgraph.attribution.engine import GAP, LONG_GAP, LOOKBACK, Cluster, Draft, analyse
+from faultgraph.attribution.ledger import gpu_hours_lost
 from faultgraph.service import store
 from faultgraph.service.events.models import events
 from faultgraph.service.incidents import degradations
@@ -47,6 +53,12 @@ MARGIN = timedelta(minutes=30) + LONG_GAP + LOOKBACK
 DRIVING_KINDS = ("nccl_timeout", "nccl_error", "job_fail", "job_start", "job_restart", "job_end",
                  "checkpoint_save", "maintenance", "host_heartbeat", "train_anomaly")
 DRIVING_SEVERITIES = ("error", "critical")
+# How far back a pass re-reads an incident it extends (see the module's docstring): longer than
+# a watchdog's hang and its restart, so a failed restart still folds into its incident whole.
+HORIZON = timedelta(hours=2)
+# Read from a settled head all the same: they are few, and the tail's grouping (by restarts)
+# and downtime (since the last save) need them.
+LIFECYCLE_KINDS = ("job_start", "job_restart", "job_end", "checkpoint_save")
 
 
 
@@ -61,12 +73,16 @@ def _save_seq(conn: Connection, seq: int) -> None:
         conn.execute(engine_state.insert().values(name="incidents", last_seq=seq))
 
 
-def _load_events(conn: Connection, low: datetime, high: datetime) -> list[dict]:
-    """Every event of a window, oldest first, as the engine reads them."""
+def _load_events(conn: Connection, low: datetime, high: datetime, lifecycle_from: datetime | None = None) -> list[dict]:
+    """Every event of a window, oldest first, as the engine reads them; and the jobs'
+    lifecycle events from `lifecycle_from` on (the heads of settled incidents)."""
+    within = events.c.time >= low
+    if lifecycle_from is not None and lifecycle_from < low:
+        within = sa.or_(within, sa.and_(events.c.time >= lifecycle_from, events.c.kind.in_(LIFECYCLE_KINDS)))
     query = (
         sa.select(events.c.id, events.c.time, events.c.host, events.c.kind, events.c.component,
                   events.c.severity, events.c.job, events.c.rank, events.c.attrs, events.c.message)
-        .where(events.c.time >= low, events.c.time <= high, events.c.kind != "train_step")  # progress: degradations.py
+        .where(within, events.c.time <= high, events.c.kind != "train_step")  # progress: degradations.py
         .order_by(events.c.time, events.c.id)
     )
     # Rows unpacked as tuples: reading sixteen thousand of them by attribute name cost a
@@ -124,20 +140,86 @@ def _values(draft: Draft, stored: sa.Row | None, topology_version: int | None) -
     return values
 
 
+def _extended(conn: Connection, draft: Draft, stored: sa.Row, read_from: datetime) -> dict:
+    """The columns of a settled incident (begun before `read_from`, where the pass started
+    reading) extended by the draft of its tail, with the tail's new members added.
+
+    The head's verdict stays: start, root cause, candidates, action, type, when the job
+    failed and on how many GPUs. The tail adds its members (none is removed), its evidence
+    for the same root, symptoms, hosts and last, and decides when the job ran again and so
+    the GPU-hours (`_lost`). Hosts count as new when no stored event of the incident, member
+    or evidence, came from them.
+    """
+    links = incident_events.c
+    of_incident = sa.and_(links.incident_id == stored.id, events.c.id == links.event_id)
+    seen = set(conn.execute(sa.select(events.c.id).where(of_incident, events.c.time >= read_from)).scalars())
+    added = [event_id for event_id in draft.event_ids if event_id not in seen]
+    fresh = {item.id: item for item in draft.members if item.id not in seen}
+    hosts = {item.event["host"] for item in fresh.values()} - {i.event["host"] for i in draft.members if i.id in seen}
+    if hosts:  # checked before the new members are stored
+        hosts -= set(conn.execute(sa.select(events.c.host).distinct()
+                                  .where(of_incident, events.c.host.in_(sorted(hosts)))).scalars())
+    store.append(conn, incident_events, pa.table({"incident_id": [stored.id] * len(added), "event_id": added}))
+    end = draft.interruption["end"]  # after the tail's last, as the whole pass would find it
+    root_cause = store.json_value(stored.root_cause)
+    if draft.root_cause["component"] == root_cause.get("component"):  # the tail's evidence for it is cited too
+        root_cause["evidence"] = sorted({*root_cause.get("evidence", ()), *draft.root_cause["evidence"]})[:50]
+    values = {
+        "root_cause": root_cause,
+        "updated": store.to_db_time(datetime.now(UTC)),
+        "last": max(stored.last, store.to_db_time(draft.last)),
+        "symptoms": stored.symptoms + sum(1 for item in fresh.values() if item.signal.role == "symptom"),
+        "hosts": stored.hosts + len(hosts),
+        "planned": stored.planned or draft.planned,
+        "clock_offsets": {**(store.json_value(stored.clock_offsets) or {}), **draft.clock_offsets},
+        "gpu_hours_lost": _lost(conn, stored, draft.interruption["resumed"]),
+        "interruption_end": store.to_db_time(end) if end else None,
+    }
+    if not stored.status_set_by_oncall:
+        values["status"] = "resolved" if end else "open"
+        values["closed"] = values["interruption_end"]
+    return values
+
+
+def _lost(conn: Connection, stored: sa.Row, resumed: datetime | None) -> float:
+    """A settled incident's GPU-hours (attribution/ledger.py): from its head's failure to the
+    tail's restart, and the progress since the job's last save or start before the failure,
+    looked up as far back as a whole pass reads (`MARGIN` before the incident)."""
+
+    def latest(*kinds: str) -> datetime | None:
+        return store.from_db_time(conn.execute(
+            sa.select(sa.func.max(events.c.time))
+            .where(events.c.job == stored.job, events.c.kind.in_(kinds),
+                   events.c.time >= stored.start - MARGIN, events.c.time <= stored.failed_at)).scalar())
+
+    lost = gpu_hours_lost(gpus=stored.gpus, failed_at=store.from_db_time(stored.failed_at), resumed_at=resumed,
+                          last_checkpoint_at=latest("checkpoint_save") if stored.job else None,
+                          running_since=latest("job_start", "job_restart") if stored.job else None)
+    return round(lost["gpu_hours_lost"], 3)
+
+
 def _replace_members(conn: Connection, incident_id: str, event_ids: list[str]) -> None:
     conn.execute(incident_events.delete().where(incident_events.c.incident_id == incident_id))
     store.append(conn, incident_events, pa.table({"incident_id": [incident_id] * len(event_ids), "event_id": event_ids}))
 
 
 def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row], *,
-              topology_version: int | None = None) -> dict[str, int]:
-    """Upsert the engine's incidents of a window over the stored ones it overlaps."""
+              settled_before: datetime = datetime.min, topology_version: int | None = None) -> dict[str, int]:
+    """Upsert the engine's incidents of a window over the stored ones it overlaps. Stored
+    incidents begun before `settled_before` (stored time: where the window was read from)
+    were read only in part: a draft extends them, and none is removed for want of one."""
     unmatched = list(stored)
     opened = updated = 0
     next_number = (conn.execute(sa.select(sa.func.max(incidents.c.number))).scalar() or 0) + 1
     for draft in sorted(drafts, key=lambda d: (d.start, d.scope)):
         match = next((row for row in unmatched if row.scope == draft.scope
                       and store.from_db_time(row.start) <= draft.last + GAP and store.from_db_time(row.last) >= draft.start - GAP), None)
+        if match is not None and match.start < settled_before:
+            unmatched.remove(match)
+            conn.execute(incidents.update().where(incidents.c.id == match.id)
+                         .values(**_extended(conn, draft, match, settled_before)))
+            updated += 1
+            continue
         values = _values(draft, match, topology_version)
         if match is not None:
             unmatched.remove(match)
@@ -153,7 +235,7 @@ def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row], *,
         _replace_members(conn, incident_id, draft.event_ids)
     removed = 0
     for row in unmatched:  # merged into another or no longer an interruption
-        if row.confirmed is None and not row.status_set_by_oncall:
+        if row.confirmed is None and not row.status_set_by_oncall and row.start >= settled_before:
             conn.execute(incidents.delete().where(incidents.c.id == row.id))
             conn.execute(incident_events.delete().where(incident_events.c.incident_id == row.id))
             removed += 1
@@ -175,17 +257,20 @@ def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
         result = {"events": count or 0, "opened": 0, "updated": 0, "removed": 0}
         if top is None:
             return result
-        # The core: the new events' span and every stored incident it touches. The engine
-        # reads the core plus a margin (so incidents at its edges are seen whole), but only
-        # the incidents overlapping the core are rewritten.
+        # The core: the new events' span and every stored incident it touches, back to the
+        # horizon. The engine reads the core plus a margin (so incidents at its edges are
+        # seen whole), but only the incidents overlapping the core are rewritten.
         touching = _overlapping(conn, low - MARGIN, high + MARGIN)
         if relevant or touching:
-            core_low = min([low, *(row.start for row in touching)])
+            core_low = min([low, *(max(row.start, low - HORIZON) for row in touching)])
             core_high = max([high, *(row.last for row in touching)])
-            drafts = analyse(_load_events(conn, core_low - MARGIN, core_high + MARGIN), cluster)
+            stored = _overlapping(conn, core_low, core_high)
+            read_from = core_low - MARGIN
+            heads = min([read_from, *(row.start - MARGIN for row in stored)])
+            drafts = analyse(_load_events(conn, read_from, core_high + MARGIN, lifecycle_from=heads), cluster)
             low_utc, high_utc = core_low.replace(tzinfo=UTC), core_high.replace(tzinfo=UTC)
             drafts = [d for d in drafts if d.last >= low_utc - GAP and d.start <= high_utc + GAP]
-            result |= reconcile(conn, drafts, _overlapping(conn, core_low, core_high),
+            result |= reconcile(conn, drafts, stored, settled_before=read_from,
                                 topology_version=getattr(cluster, "version", None))
         for key, count in degradations.run(conn, cluster, up_to_seq=top).items():  # fail-slow, issue 15
             result[key] += count

@@ -1,0 +1,111 @@
+"""An incident longer than the engine's horizon (service/incidents/flows.py): live passes read
+only its tail and extend it, and come out where one pass over the whole stream does."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from faultgraph.service.incidents import flows
+
+T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
+CYCLE = timedelta(minutes=15)
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def crash_loop(cycles: int, *, hosts: int = 8) -> list[list[dict]]:
+    """A job that keeps restarting onto a GPU that keeps falling off the bus (nobody drained
+    node0042): each run fails three minutes in, its other ranks' watchdogs fire ten minutes
+    later, and the scheduler restarts it. After the last cycle the host is left out and the
+    restart holds. One list of events per cycle, in the order they happen."""
+    job = "llama"
+    batches = [[{"time": iso(T0 - timedelta(minutes=30)), "host": "node0000", "kind": "checkpoint_save", "job": job,
+                 "attrs": {"step": 100}},
+                {"time": iso(T0 - timedelta(minutes=3)), "host": "node0000", "kind": "job_start", "job": job}]]
+    for cycle in range(cycles):
+        began = T0 + cycle * CYCLE
+        batch = [] if cycle else batches.pop()
+        batch.append({"time": iso(began), "host": "node0042", "kind": "gpu_xid", "component": "node0042/gpu3",
+                      "severity": "critical", "attrs": {"xid": 79, "pci": "0000:3b:00"},
+                      "message": "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."})
+        for rank in range(hosts * 8):
+            if rank == 3 + 8 * 2:
+                continue
+            batch.append({"time": iso(began + timedelta(minutes=10, seconds=rank % 5)), "host": f"node{40 + rank // 8:04d}",
+                          "kind": "nccl_timeout", "job": job, "rank": rank,
+                          "attrs": {"op": "ALLREDUCE", "seq": 808 + cycle, "timeout_ms": 600000, "elapsed_ms": 600020}})
+        batch.append({"time": iso(began + timedelta(minutes=12)), "host": "node0000", "kind": "job_restart", "job": job})
+        batches.append(batch)
+    return batches
+
+
+def _view(client) -> list[dict]:
+    keep = ("job", "opened", "closed", "symptoms", "hosts", "status", "type", "action", "candidates")
+    incidents = client.get("/v1/incidents").json()["incidents"]
+    return [{key: incident[key] for key in keep} | {
+        # the head's explanation stays: it cannot name a failed restart only the tail saw
+        "root_cause": {k: v for k, v in incident["root_cause"].items() if k != "explanation"},
+        "interruption": {k: v for k, v in incident["interruption"].items() if k != "gpu_hours_lost"},
+        "gpu_hours_lost": incident["interruption"]["gpu_hours_lost"],
+        "timeline": sorted(e["id"] for e in client.get(f"/v1/incidents/{incident['id']}/timeline",
+                                                      params={"limit": 10000}).json()["events"]),
+    } for incident in incidents]
+
+
+def test_live_passes_over_a_long_crash_loop_agree_with_one_pass_over_it(db_url, tmp_path, monkeypatch):
+    from conftest import serve_in_process
+
+    batches = crash_loop(cycles=32)  # eight hours, four times the horizon
+    read: list[int] = []
+    analyse = flows.analyse
+    monkeypatch.setattr(flows, "analyse", lambda events, cluster: read.append(len(events)) or analyse(events, cluster))
+    live = serve_in_process(db_url)
+    try:
+        for batch in batches:  # as it happens: a cycle at a time, the engine between them
+            assert live.client.post("/v1/events", json=batch).json()["rejected"] == []
+            live.client.post("/v1/analyze")
+        live_view = _view(live.client)
+    finally:
+        live.stop()
+    whole = sum(len(batch) for batch in batches)
+    # Once the loop is longer than the horizon, a pass reads as much whatever its length:
+    # the tail (and the head's restarts), not the whole loop.
+    assert max(read[-12:]) - min(read[-12:]) < len(batches[1]) and read[-1] < whole * 0.6
+    read.clear()
+    replay = serve_in_process(f"duckdb:///{tmp_path / 'replay.duckdb'}")
+    try:
+        replay.client.post("/v1/events", json=[event for batch in reversed(batches) for event in batch])
+        replay.client.post("/v1/analyze")
+        assert read == [whole]
+        replay_view = _view(replay.client)
+    finally:
+        replay.stop()
+    [incident] = replay_view
+    assert incident["root_cause"]["component"] == "node0042/gpu3" and incident["status"] == "resolved"
+    assert incident["interruption"]["start"] == "2026-11-29T08:00:00.000000Z"
+    assert len(incident["timeline"]) == whole - 2 - 32  # all but the save, the start and the restarts
+    [extended] = live_view
+    assert extended.pop("gpu_hours_lost") == pytest.approx(incident.pop("gpu_hours_lost"), abs=0.002)
+    assert extended == incident
+
+
+def test_a_settled_incident_no_draft_matches_is_kept(engine):
+    """A pass that read only an incident's tail cannot tell it is gone: it is kept."""
+    import sqlalchemy as sa
+
+    from faultgraph.service import store
+    from faultgraph.service.incidents.models import incidents
+
+    start = store.to_db_time(T0)
+    with engine.connect() as conn:
+        conn.execute(incidents.insert().values(
+            id="inc-000001", number=1, scope="job:llama", job="llama", status="open", status_set_by_oncall=False,
+            opened=start, updated=start, start=start, last=start + timedelta(hours=5), symptoms=3, hosts=1,
+            planned=False, type="interruption", root_cause={"cause": "gpu_fell_off_bus"}, category="gpu",
+            cause="gpu_fell_off_bus", candidates=[], action={}, gpus=8, gpu_hours_lost=1.0, failed_at=start,
+            notes=[]))
+        [row] = conn.execute(sa.select(incidents)).fetchall()
+        assert flows.reconcile(conn, [], [row], settled_before=start + timedelta(hours=3))["removed"] == 0
+        assert flows.reconcile(conn, [], [row], settled_before=start)["removed"] == 1  # read whole: gone
