@@ -53,8 +53,9 @@ MARGIN = timedelta(minutes=30) + LONG_GAP + LOOKBACK
 DRIVING_KINDS = ("nccl_timeout", "nccl_error", "job_fail", "job_start", "job_restart", "job_end",
                  "checkpoint_save", "maintenance", "host_heartbeat", "train_anomaly")
 DRIVING_SEVERITIES = ("error", "critical")
-# How far back a pass re-reads an incident it extends (see the module's docstring): longer than
-# a watchdog's hang and its restart, so a failed restart still folds into its incident whole.
+# How far back of its new events a pass reads at most (see the module's docstring), margin
+# included: longer than a watchdog's hang, its restart and the restart's failure, so a failed
+# restart still folds into its incident whole. At least MARGIN, the new events' own reach.
 HORIZON = timedelta(hours=2)
 # Read from a settled head all the same: they are few, and the tail's grouping (by restarts)
 # and downtime (since the last save) need them.
@@ -262,7 +263,7 @@ def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
         # seen whole), but only the incidents overlapping the core are rewritten.
         touching = _overlapping(conn, low - MARGIN, high + MARGIN)
         if relevant or touching:
-            core_low = min([low, *(max(row.start, low - HORIZON) for row in touching)])
+            core_low = min([low, *(max(row.start, low - (HORIZON - MARGIN)) for row in touching)])
             core_high = max([high, *(row.last for row in touching)])
             stored = _overlapping(conn, core_low, core_high)
             read_from = core_low - MARGIN
