@@ -91,6 +91,45 @@ def test_live_passes_over_a_long_crash_loop_agree_with_one_pass_over_it(db_url, 
     assert extended == incident
 
 
+def watchdog_rounds(rounds: int) -> list[list[dict]]:
+    """A job started once, whose GPU fell off the bus, and whose ranks keep reporting
+    timeouts forty minutes apart (a job that reports its restarts groups symptoms an hour
+    apart into one interruption, attribution's LONG_GAP): its only start is in the head."""
+    job = "llama"
+    batches = [[{"time": iso(T0 - timedelta(minutes=3)), "host": "node0000", "kind": "job_start", "job": job},
+                {"time": iso(T0), "host": "node0042", "kind": "gpu_xid", "component": "node0042/gpu3",
+                 "severity": "critical", "attrs": {"xid": 79, "pci": "0000:3b:00"},
+                 "message": "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."}]]
+    for round_ in range(rounds):
+        batches.append([{"time": iso(T0 + timedelta(minutes=10 + 40 * round_, seconds=rank)), "host": f"node{40 + rank // 8:04d}",
+                         "kind": "nccl_timeout", "job": job, "rank": rank,
+                         "attrs": {"op": "ALLREDUCE", "seq": 808 + round_, "timeout_ms": 600000, "elapsed_ms": 600020}}
+                        for rank in range(0, 64, 7)])
+    return batches
+
+
+def test_the_tail_of_a_job_started_in_the_head_is_grouped_as_the_whole_is(db_url, tmp_path):
+    """The head's start is read with the tail: without it the tail's timeouts, forty minutes
+    apart, would each open an incident of their own."""
+    from conftest import serve_in_process
+
+    batches = watchdog_rounds(12)  # eight hours
+    views = []
+    for url, feeds in ((db_url, batches), (f"duckdb:///{tmp_path / 'replay.duckdb'}", [sum(batches, [])])):
+        server = serve_in_process(url)
+        try:
+            for batch in feeds:
+                server.client.post("/v1/events", json=batch)
+                server.client.post("/v1/analyze")
+            views.append(_view(server.client))
+        finally:
+            server.stop()
+    live, replay = views
+    [incident] = replay
+    assert incident["root_cause"]["component"] == "node0042/gpu3" and incident["status"] == "open"
+    assert len(live) == 1 and live[0] == incident
+
+
 def test_a_settled_incident_no_draft_matches_is_kept(engine):
     """A pass that read only an incident's tail cannot tell it is gone: it is kept."""
     import sqlalchemy as sa

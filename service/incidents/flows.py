@@ -27,7 +27,7 @@ an event another replica committed late.
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 import orjson
@@ -57,9 +57,8 @@ DRIVING_SEVERITIES = ("error", "critical")
 # included: longer than a watchdog's hang, its restart and the restart's failure, so a failed
 # restart still folds into its incident whole. At least MARGIN, the new events' own reach.
 HORIZON = timedelta(hours=2)
-# Read from a settled head all the same: they are few, and the tail's grouping (by restarts)
-# and downtime (since the last save) need them.
-LIFECYCLE_KINDS = ("job_start", "job_restart", "job_end", "checkpoint_save")
+# A job's last (re)start before a window is read with it (`_last_starts`).
+RESTART_KINDS = ("job_start", "job_restart")
 
 
 
@@ -74,18 +73,11 @@ def _save_seq(conn: Connection, seq: int) -> None:
         conn.execute(engine_state.insert().values(name="incidents", last_seq=seq))
 
 
-def _load_events(conn: Connection, low: datetime, high: datetime, lifecycle_from: datetime | None = None) -> list[dict]:
-    """Every event of a window, oldest first, as the engine reads them; and the jobs'
-    lifecycle events from `lifecycle_from` on (the heads of settled incidents)."""
-    within = events.c.time >= low
-    if lifecycle_from is not None and lifecycle_from < low:
-        within = sa.or_(within, sa.and_(events.c.time >= lifecycle_from, events.c.kind.in_(LIFECYCLE_KINDS)))
-    query = (
-        sa.select(events.c.id, events.c.time, events.c.host, events.c.kind, events.c.component,
-                  events.c.severity, events.c.job, events.c.rank, events.c.attrs, events.c.message)
-        .where(within, events.c.time <= high, events.c.kind != "train_step")  # progress: degradations.py
-        .order_by(events.c.time, events.c.id)
-    )
+COLUMNS = (events.c.id, events.c.time, events.c.host, events.c.kind, events.c.component, events.c.severity,
+           events.c.job, events.c.rank, events.c.attrs, events.c.message)
+
+
+def _as_dicts(rows: Sequence[sa.Row]) -> list[dict]:
     # Rows unpacked as tuples: reading sixteen thousand of them by attribute name cost a
     # quarter more, and after a storm this load is a third of the pass the incident waits for.
     loads = orjson.loads
@@ -93,8 +85,35 @@ def _load_events(conn: Connection, low: datetime, high: datetime, lifecycle_from
         {"id": id_, "time": at.replace(tzinfo=UTC), "host": host, "kind": kind, "component": component,
          "severity": severity, "job": job, "rank": rank,
          "attrs": loads(attrs) if isinstance(attrs, str | bytes) else (attrs or {}), "message": message}
-        for id_, at, host, kind, component, severity, job, rank, attrs, message in conn.execute(query).all()
+        for id_, at, host, kind, component, severity, job, rank, attrs, message in rows
     ]
+
+
+def _load_events(conn: Connection, low: datetime, high: datetime, jobs: Sequence[str] = ()) -> list[dict]:
+    """Every event of a window, oldest first, as the engine reads them, after the last
+    (re)start before it of each job the window names or `jobs` (`_last_starts`)."""
+    query = (
+        sa.select(*COLUMNS)
+        .where(events.c.time >= low, events.c.time <= high, events.c.kind != "train_step")  # progress: degradations.py
+        .order_by(events.c.time, events.c.id)
+    )
+    window = _as_dicts(conn.execute(query).all())
+    named = sorted({*jobs, *(event["job"] for event in window if event["job"])})
+    return _last_starts(conn, named, low) + window
+
+
+def _last_starts(conn: Connection, jobs: Sequence[str], before: datetime) -> list[dict]:
+    """Each job's last start or restart before a window, oldest first. Whether a job reports
+    its restarts changes how its symptoms are grouped (attribution's LONG_GAP), so a window
+    that began after the job started must still know it did, as a whole replay would."""
+    if not jobs:
+        return []
+    latest = (sa.select(events.c.job, sa.func.max(events.c.time).label("at"))
+              .where(events.c.job.in_(jobs), events.c.kind.in_(RESTART_KINDS), events.c.time < before)
+              .group_by(events.c.job).subquery())
+    query = (sa.select(*COLUMNS).join(latest, sa.and_(events.c.job == latest.c.job, events.c.time == latest.c.at))
+             .where(events.c.kind.in_(RESTART_KINDS)).order_by(events.c.time, events.c.id))
+    return _as_dicts(conn.execute(query).all())
 
 
 def _overlapping(conn: Connection, low: datetime, high: datetime) -> list[sa.Row]:
@@ -263,12 +282,14 @@ def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
         # seen whole), but only the incidents overlapping the core are rewritten.
         touching = _overlapping(conn, low - MARGIN, high + MARGIN)
         if relevant or touching:
-            core_low = min([low, *(max(row.start, low - (HORIZON - MARGIN)) for row in touching)])
+            # (The core keeps each touched incident's last: one that ended before the horizon
+            # is reconciled too, not opened again beside itself.)
+            core_low = min([low, *(max(row.start, min(row.last, low - (HORIZON - MARGIN))) for row in touching)])
             core_high = max([high, *(row.last for row in touching)])
             stored = _overlapping(conn, core_low, core_high)
             read_from = core_low - MARGIN
-            heads = min([read_from, *(row.start - MARGIN for row in stored)])
-            drafts = analyse(_load_events(conn, read_from, core_high + MARGIN, lifecycle_from=heads), cluster)
+            jobs = sorted({row.job for row in stored if row.job})
+            drafts = analyse(_load_events(conn, read_from, core_high + MARGIN, jobs), cluster)
             low_utc, high_utc = core_low.replace(tzinfo=UTC), core_high.replace(tzinfo=UTC)
             drafts = [d for d in drafts if d.last >= low_utc - GAP and d.start <= high_utc + GAP]
             result |= reconcile(conn, drafts, stored, settled_before=read_from,
