@@ -27,7 +27,7 @@ an event another replica committed late.
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 
 import orjson
@@ -54,7 +54,8 @@ DRIVING_KINDS = ("nccl_timeout", "nccl_error", "job_fail", "job_start", "job_res
                  "checkpoint_save", "maintenance", "host_heartbeat", "train_anomaly")
 DRIVING_SEVERITIES = ("error", "critical")
 # How far back of its new events a pass reads at most (see the module's docstring), margin
-# included: longer than a watchdog's hang, its restart and the restart's failure, so a failed
+# included, unless a touched incident ended earlier (then back to its last, less the margin):
+# longer than a watchdog's hang, its restart and the restart's failure, so a failed
 # restart still folds into its incident whole. At least MARGIN, the new events' own reach.
 HORIZON = timedelta(hours=2)
 # A job's last (re)start before a window is read with it (`_last_starts`).
@@ -89,7 +90,7 @@ def _as_dicts(rows: Sequence[sa.Row]) -> list[dict]:
     ]
 
 
-def _load_events(conn: Connection, low: datetime, high: datetime, jobs: Sequence[str] = ()) -> list[dict]:
+def _load_events(conn: Connection, low: datetime, high: datetime, jobs: Iterable[str] = ()) -> list[dict]:
     """Every event of a window, oldest first, as the engine reads them, after the last
     (re)start before it of each job the window names or `jobs` (`_last_starts`)."""
     query = (
@@ -214,7 +215,7 @@ def _lost(conn: Connection, stored: sa.Row, resumed: datetime | None) -> float:
 
     lost = gpu_hours_lost(gpus=stored.gpus, failed_at=store.from_db_time(stored.failed_at), resumed_at=resumed,
                           last_checkpoint_at=latest("checkpoint_save") if stored.job else None,
-                          running_since=latest("job_start", "job_restart") if stored.job else None)
+                          running_since=latest(*RESTART_KINDS) if stored.job else None)
     return round(lost["gpu_hours_lost"], 3)
 
 
@@ -288,7 +289,7 @@ def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
             core_high = max([high, *(row.last for row in touching)])
             stored = _overlapping(conn, core_low, core_high)
             read_from = core_low - MARGIN
-            jobs = sorted({row.job for row in stored if row.job})
+            jobs = {row.job for row in stored if row.job}
             drafts = analyse(_load_events(conn, read_from, core_high + MARGIN, jobs), cluster)
             low_utc, high_utc = core_low.replace(tzinfo=UTC), core_high.replace(tzinfo=UTC)
             drafts = [d for d in drafts if d.last >= low_utc - GAP and d.start <= high_utc + GAP]
