@@ -4,8 +4,7 @@ how the engine's fresh answer is reconciled with the incidents already stored.
 The engine is pure (`attribution/engine.py`); this module is its I/O. Each pass takes the
 events committed since the last pass (by `events.seq`), widens their time span by the
 engine's reach and by every stored incident it touches, re-analyses that whole window
-in event-time order, and upserts the result. (What the previous pass read of the window is
-kept in memory and only the rest read from the store: `window.py`.) Because a window is analysed
+from the store in event-time order, and upserts the result. Because a window is analysed
 whole, a replay of a recorded stream and the live run converge on the same incidents,
 whatever order the events arrived in.
 
@@ -42,7 +41,6 @@ from faultgraph.service import store
 from faultgraph.service.events.models import events
 from faultgraph.service.incidents import degradations
 from faultgraph.service.incidents.models import engine_state, incident_events, incidents
-from faultgraph.service.incidents.window import COLUMNS, Window, as_dicts
 from faultgraph.service.leader import ENGINE_LOCK
 from faultgraph.service.loops import Loop
 
@@ -76,13 +74,33 @@ def _save_seq(conn: Connection, seq: int) -> None:
         conn.execute(engine_state.insert().values(name="incidents", last_seq=seq))
 
 
-def _load_events(conn: Connection, low: datetime, high: datetime, jobs: Iterable[str], window: Window,
-                 upto: int) -> list[dict]:
-    """Every event of a window, oldest first, as the engine reads them (`Window.read`), after
-    the last (re)start before it of each job the window names or `jobs` (`_last_starts`)."""
-    read = window.read(conn, low, high, upto)
-    named = sorted({*jobs, *(event["job"] for event in read if event["job"])})
-    return _last_starts(conn, named, low) + read
+COLUMNS = (events.c.id, events.c.time, events.c.host, events.c.kind, events.c.component, events.c.severity,
+           events.c.job, events.c.rank, events.c.attrs, events.c.message)
+
+
+def _as_dicts(rows: Sequence[sa.Row]) -> list[dict]:
+    # Rows unpacked as tuples: reading sixteen thousand of them by attribute name cost a
+    # quarter more, and after a storm this load is a third of the pass the incident waits for.
+    loads = orjson.loads
+    return [
+        {"id": id_, "time": at.replace(tzinfo=UTC), "host": host, "kind": kind, "component": component,
+         "severity": severity, "job": job, "rank": rank,
+         "attrs": loads(attrs) if isinstance(attrs, str | bytes) else (attrs or {}), "message": message}
+        for id_, at, host, kind, component, severity, job, rank, attrs, message in rows
+    ]
+
+
+def _load_events(conn: Connection, low: datetime, high: datetime, jobs: Iterable[str] = ()) -> list[dict]:
+    """Every event of a window, oldest first, as the engine reads them, after the last
+    (re)start before it of each job the window names or `jobs` (`_last_starts`)."""
+    query = (
+        sa.select(*COLUMNS)
+        .where(events.c.time >= low, events.c.time <= high, events.c.kind != "train_step")  # progress: degradations.py
+        .order_by(events.c.time, events.c.id)
+    )
+    window = _as_dicts(conn.execute(query).all())
+    named = sorted({*jobs, *(event["job"] for event in window if event["job"])})
+    return _last_starts(conn, named, low) + window
 
 
 def _last_starts(conn: Connection, jobs: Sequence[str], before: datetime) -> list[dict]:
@@ -96,7 +114,7 @@ def _last_starts(conn: Connection, jobs: Sequence[str], before: datetime) -> lis
               .group_by(events.c.job).subquery())
     query = (sa.select(*COLUMNS).join(latest, sa.and_(events.c.job == latest.c.job, events.c.time == latest.c.at))
              .where(events.c.kind.in_(RESTART_KINDS)).order_by(events.c.time, events.c.id))
-    return as_dicts(conn.execute(query).all())
+    return _as_dicts(conn.execute(query).all())
 
 
 def _overlapping(conn: Connection, low: datetime, high: datetime) -> list[sa.Row]:
@@ -245,10 +263,8 @@ def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row], *,
     return {"opened": opened, "updated": updated, "removed": removed}
 
 
-def analyze_pending(engine: Engine, cluster: Cluster, window: Window | None = None) -> dict[str, int]:
-    """One engine pass over everything committed since the last pass; `window` holds what
-    the previous pass of this process read (`IncidentRunner`), else the window is read whole."""
-    window = window if window is not None else Window()
+def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
+    """One engine pass over everything committed since the last pass."""
     with engine.connect() as conn:
         if conn.dialect.name == "postgresql":  # one pass at a time across replicas
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({ENGINE_LOCK})")
@@ -274,7 +290,7 @@ def analyze_pending(engine: Engine, cluster: Cluster, window: Window | None = No
             stored = _overlapping(conn, core_low, core_high)
             read_from = core_low - MARGIN
             jobs = {row.job for row in stored if row.job}
-            drafts = analyse(_load_events(conn, read_from, core_high + MARGIN, jobs, window, top), cluster)
+            drafts = analyse(_load_events(conn, read_from, core_high + MARGIN, jobs), cluster)
             low_utc, high_utc = core_low.replace(tzinfo=UTC), core_high.replace(tzinfo=UTC)
             drafts = [d for d in drafts if d.last >= low_utc - GAP and d.start <= high_utc + GAP]
             result |= reconcile(conn, drafts, stored, settled_before=read_from,
@@ -295,7 +311,6 @@ class IncidentRunner:
         self._engine = engine
         self._cluster = cluster
         self._lock = threading.Lock()
-        self._window = Window()  # what the last pass read, for the next (window.py)
         self.last_duration = 0.0
         self.after_pass: Callable[[dict[str, int], float], None] = lambda result, seconds: None  # metrics, alerts
         # Under a sustained stream, rest as long as the pass took: the engine then takes at
@@ -313,7 +328,7 @@ class IncidentRunner:
         """Analyse everything committed so far; callers wait for the pass to finish."""
         with self._lock:
             started = time.perf_counter()
-            result = analyze_pending(self._engine, self._cluster(), self._window)
+            result = analyze_pending(self._engine, self._cluster())
             self.last_duration = time.perf_counter() - started
             self.after_pass(result, self.last_duration)
             return result

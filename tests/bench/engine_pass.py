@@ -9,11 +9,9 @@ A pass re-reads the stored incidents its new events touch, back to the engine's 
 should stop growing with the incident's length. For each size this
 fills a fresh DuckDB store in process (no HTTP) with the first `size` events of that stream,
 runs the pass that opens the incident, appends the next `--new` events and times the pass
-they cause, starting from what the history's pass read (`Window`), as the service's runner
-does. Measured in the same run for each size: the same pass reading its window from the
-store again (as before `Window`), the same pass with the horizon lifted (every touched
-incident re-read whole, as before the horizon) and the baseline, the same new events
-analysed on an empty store.
+they cause. Measured in the same run for each size: the same pass with the horizon lifted
+(every touched incident re-read whole, as before the horizon), and the baseline, the same
+new events analysed on an empty store.
 """
 
 import argparse
@@ -32,7 +30,6 @@ from faultgraph.service import store  # noqa: E402
 from faultgraph.service.cluster import Cluster  # noqa: E402
 from faultgraph.service.events import service as events_service  # noqa: E402
 from faultgraph.service.incidents import flows  # noqa: E402
-from faultgraph.service.incidents.window import Window  # noqa: E402
 from ingest import payloads  # noqa: E402
 
 BATCH = 1000
@@ -53,11 +50,9 @@ def append(engine, cluster: Cluster, bodies: list[bytes], first_seq: int) -> int
     return seq
 
 
-def timed_pass(history: list[bytes], new: list[bytes], folder: Path, runs: int, horizon: timedelta,
-               keep: bool = True) -> float:
+def timed_pass(history: list[bytes], new: list[bytes], folder: Path, runs: int, horizon: timedelta) -> float:
     """Median seconds of the pass the `new` events cause after `history` was analysed, with
-    the engine reading incidents back `horizon` from new events; `keep`: the timed pass
-    starts from what the history's pass read, as the service's runner does (`Window`)."""
+    the engine reading incidents back `horizon` from new events."""
     flows.HORIZON = horizon
     seconds = []
     for _ in range(runs):
@@ -66,11 +61,10 @@ def timed_pass(history: list[bytes], new: list[bytes], folder: Path, runs: int, 
         cluster = Cluster(engine)
         cluster.load()
         seq = append(engine, cluster, history, 1)
-        window = Window()
-        flows.analyze_pending(engine, cluster, window)
+        flows.analyze_pending(engine, cluster)
         append(engine, cluster, new, seq)
         started = time.perf_counter()
-        flows.analyze_pending(engine, cluster, window if keep else None)
+        flows.analyze_pending(engine, cluster)
         seconds.append(time.perf_counter() - started)
         engine.dispose()
     return statistics.median(seconds)
@@ -92,17 +86,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         print(f"{args.new:,} new events each time; pass seconds, median of {args.runs} runs")
-        print(f"{'events before':>14} {'pass':>8} {'ratio':>7} {'window re-read':>15} {'whole re-read':>14} {'ratio':>7}"
-              f" {'empty store':>12}")
+        print(f"{'events before':>14} {'pass':>8} {'ratio':>7} {'whole re-read':>14} {'ratio':>7} {'empty store':>12}")
         for size in sizes:
             cut = size // BATCH
             new = stream[cut:cut + new_batches]
             seconds = timed_pass(stream[:cut], new, folder, args.runs, horizon)
-            reread = timed_pass(stream[:cut], new, folder, args.runs, horizon, keep=False)
             whole = timed_pass(stream[:cut], new, folder, args.runs, timedelta(days=365))
             baseline = timed_pass([], new, folder, args.runs, horizon)
-            print(f"{size:>14,} {seconds:>7.2f}s {seconds / baseline:>7.1f} {reread:>14.2f}s {whole:>13.2f}s"
-                  f" {whole / baseline:>7.1f}"
+            print(f"{size:>14,} {seconds:>7.2f}s {seconds / baseline:>7.1f} {whole:>13.2f}s {whole / baseline:>7.1f}"
                   f" {baseline:>11.2f}s")
 
 
