@@ -313,7 +313,7 @@ def row_to_event(row: sa.Row) -> dict:
         "kind": row.kind,
         "component": row.component,
         "severity": row.severity,
-        "attrs": orjson.loads(attrs) if isinstance(attrs, str | bytes) else (attrs or {}),
+        "attrs": store.json_value(attrs) or {},
         "message": row.message,
         "job": row.job,
         "rank": row.rank,

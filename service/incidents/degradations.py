@@ -12,7 +12,6 @@ and cost move, so a pass stays cheap on a 16,384-rank job.
 
 from datetime import UTC, datetime, timedelta
 
-import orjson
 import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -121,7 +120,7 @@ def _health(conn: Connection, cluster: Cluster, placement: Placement, episode: E
     for row in conn.execute(query):
         if row.host not in hosts:
             continue
-        attrs = orjson.loads(row.attrs) if isinstance(row.attrs, str | bytes) else (row.attrs or {})
+        attrs = store.json_value(row.attrs) or {}
         event = {"id": row.id, "time": row.time.replace(tzinfo=UTC), "host": row.host, "kind": row.kind,
                  "component": row.component, "attrs": attrs}
         if not event["component"] or event["component"] == event["host"]:

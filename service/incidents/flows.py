@@ -151,8 +151,7 @@ def _values(draft: Draft, stored: sa.Row | None, topology_version: int | None) -
         "failed_at": store.to_db_time(interruption["start"]),
         "interruption_end": store.to_db_time(end) if end else None,
     }
-    confirmed = orjson.loads(stored.confirmed) if stored is not None and isinstance(stored.confirmed, str) else (
-        stored.confirmed if stored is not None else None)
+    confirmed = store.json_value(stored.confirmed) if stored is not None else None
     values["cause"] = (confirmed or {}).get("cause") or draft.root_cause["cause"]
     values["category"] = (confirmed or {}).get("category") or draft.root_cause["category"]
     if stored is None or not stored.status_set_by_oncall:
