@@ -40,9 +40,9 @@ KIND_DEFAULTS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Signal:
-    """The engine's reading of one event."""
+    """The engine's reading of one event (slots: one for every event of a window)."""
 
     role: Role
     cause: str

@@ -18,9 +18,10 @@ from faultgraph.attribution.placement import Placement
 from faultgraph.attribution.topology import Topology, link_id
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Item:
-    """One event as the engine sees it: the stored envelope, its reading, and where it is."""
+    """One event as the engine sees it: the stored envelope, its reading, and where it is.
+    (Slots: a pass makes one for every event of its window.)"""
 
     event: dict[str, Any]
     signal: Signal

@@ -25,6 +25,9 @@ from faultgraph.attribution.evidence import Item, Vote
 from faultgraph.attribution.topology import Topology
 
 _CHIP_DEVICE = re.compile(r"nvidia-nvswitch(\d+)")
+# The only events whose message the engine reads (`resolve`); the store leaves the others'
+# out of the windows it hands the engine.
+MESSAGE_KINDS = ("nvswitch_error",)
 _NVLINK_KINDS = frozenset({"nvlink_error"})
 # The chip (or the rack's fabric) is credited with every NVLink error it explains, plus this
 # much per tray that reported one: it then outranks any one GPU that merely reported it.
@@ -61,7 +64,7 @@ def rack_of(topology: Topology, component: str) -> str | None:
 
 def resolve(topology: Topology | None, event: Mapping[str, Any]) -> str | None:
     """The rack part an `nvswitch_error` names, or None when it is not about a rack."""
-    if topology is None or event.get("kind") != "nvswitch_error":
+    if topology is None or event.get("kind") not in MESSAGE_KINDS:
         return None
     attrs = event.get("attrs") or {}
     host = str(event.get("host", ""))

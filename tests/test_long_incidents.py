@@ -91,6 +91,38 @@ def test_live_passes_over_a_long_crash_loop_agree_with_one_pass_over_it(db_url, 
     assert extended == incident
 
 
+def test_a_pass_behind_reads_its_backlog_in_steps_and_agrees_with_live_passes(db_url, tmp_path, monkeypatch):
+    """A backlog (the engine down, or slowed by a flood, while the loop was ingested) is
+    analysed `MAX_NEW` events at a time, each step reading what was stored by its last: no
+    window holds the whole backlog, and the incident is the one passes as it happened made."""
+    from conftest import serve_in_process
+
+    batches = crash_loop(cycles=32)  # eight hours
+    whole = sum(len(batch) for batch in batches)
+    read: list[int] = []
+    analyse = flows.analyse
+    monkeypatch.setattr(flows, "analyse", lambda events, cluster: read.append(len(events)) or analyse(events, cluster))
+    views = []
+    for url, feeds, step in ((db_url, batches, flows.MAX_NEW), (f"duckdb:///{tmp_path / 'backlog.duckdb'}", [sum(batches, [])], 250)):
+        monkeypatch.setattr(flows, "MAX_NEW", step)
+        read.clear()
+        server = serve_in_process(url)
+        try:
+            for batch in feeds:
+                assert server.client.post("/v1/events", json=batch).json()["rejected"] == []
+                server.client.post("/v1/analyze")
+            views.append(_view(server.client))
+        finally:
+            server.stop()
+    assert len(read) >= whole // 250 and max(read) < whole * 0.4
+    live, backlog = views
+    [incident] = live
+    assert incident["root_cause"]["component"] == "node0042/gpu3" and incident["status"] == "resolved"
+    [stepped] = backlog
+    assert stepped.pop("gpu_hours_lost") == pytest.approx(incident.pop("gpu_hours_lost"), abs=0.002)
+    assert stepped == incident
+
+
 def watchdog_rounds(rounds: int) -> list[list[dict]]:
     """A job started once, whose GPU fell off the bus, and whose ranks keep reporting
     timeouts forty minutes apart (a job that reports its restarts groups symptoms an hour

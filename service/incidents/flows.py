@@ -2,9 +2,9 @@
 how the engine's fresh answer is reconciled with the incidents already stored.
 
 The engine is pure (`attribution/engine.py`); this module is its I/O. Each pass takes the
-events committed since the last pass (by `events.seq`), widens their time span by the
-engine's reach and by every stored incident it touches, re-analyses that whole window
-from the store in event-time order, and upserts the result. Because a window is analysed
+events committed since the last pass (by `events.seq`, at most `MAX_NEW` a step), widens
+their time span by the engine's reach and by every stored incident it touches, re-analyses
+that whole window from the store in event-time order, and upserts the result. Because a window is analysed
 whole, a replay of a recorded stream and the live run converge on the same incidents,
 whatever order the events arrived in.
 
@@ -35,6 +35,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from faultgraph.attribution import racks
 from faultgraph.attribution.engine import GAP, LONG_GAP, LOOKBACK, Cluster, Draft, analyse
 from faultgraph.attribution.ledger import gpu_hours_lost
 from faultgraph.service import store
@@ -60,6 +61,11 @@ DRIVING_SEVERITIES = ("error", "critical")
 HORIZON = timedelta(hours=2)
 # A job's last (re)start before a window is read with it (`_last_starts`).
 RESTART_KINDS = ("job_start", "job_restart")
+# New events one step of a pass analyses at most (`analyze_pending`). What a step holds is
+# its window, these events' span plus the horizon and margins, about 1.2 KiB an event.
+# Unstepped, each pass of tests/bench/ingest.py's million events took all that arrived
+# during the last, slower for it: windows grew to 478,000 events (service/README).
+MAX_NEW = 50_000
 
 
 
@@ -74,47 +80,62 @@ def _save_seq(conn: Connection, seq: int) -> None:
         conn.execute(engine_state.insert().values(name="incidents", last_seq=seq))
 
 
+# A window's events as the engine reads them. A message only where the engine reads one: a
+# raw log line is most of an event's bytes, and a window can hold a hundred thousand.
 COLUMNS = (events.c.id, events.c.time, events.c.host, events.c.kind, events.c.component, events.c.severity,
-           events.c.job, events.c.rank, events.c.attrs, events.c.message)
+           events.c.job, events.c.rank, events.c.attrs,
+           sa.case((events.c.kind.in_(racks.MESSAGE_KINDS), events.c.message)).label("message"))
 
 
-def _as_dicts(rows: Sequence[sa.Row]) -> list[dict]:
+def _as_dicts(result: sa.CursorResult) -> list[dict]:
     # Rows unpacked as tuples: reading sixteen thousand of them by attribute name cost a
     # quarter more, and after a storm this load is a third of the pass the incident waits for.
+    # Hosts, kinds, components, severities and jobs repeat across a window: each is kept once
+    # (the driver makes a new string per row), and the driver's rows are converted a part at
+    # a time rather than all held beside their dicts: together a quarter of the pass's peak.
     loads = orjson.loads
+    kept: dict[str | None, str | None] = {}
+    once = kept.setdefault
     return [
-        {"id": id_, "time": at.replace(tzinfo=UTC), "host": host, "kind": kind, "component": component,
-         "severity": severity, "job": job, "rank": rank,
-         "attrs": loads(attrs) if isinstance(attrs, str | bytes) else (attrs or {}), "message": message}
-        for id_, at, host, kind, component, severity, job, rank, attrs, message in rows
+        {"id": id_, "time": at.replace(tzinfo=UTC), "host": once(host, host), "kind": once(kind, kind),
+         "component": once(component, component), "severity": once(severity, severity), "job": once(job, job),
+         "rank": rank, "attrs": loads(attrs) if isinstance(attrs, str | bytes) else (attrs or {}), "message": message}
+        for part in result.partitions(10_000)
+        for id_, at, host, kind, component, severity, job, rank, attrs, message in part
     ]
 
 
-def _load_events(conn: Connection, low: datetime, high: datetime, jobs: Iterable[str] = ()) -> list[dict]:
-    """Every event of a window, oldest first, as the engine reads them, after the last
-    (re)start before it of each job the window names or `jobs` (`_last_starts`)."""
+def _load_events(conn: Connection, low: datetime, high: datetime, up_to_seq: int, jobs: Iterable[str] = ()) -> list[dict]:
+    """Every event of a window stored by `up_to_seq`, oldest first, as the engine reads them,
+    after the last (re)start before it of each job the window names or `jobs` (`_last_starts`).
+
+    A step of a pass that is behind sees the store as a pass at its last event would have:
+    reading the later events too would stretch an incident past the step, and the next
+    step's window with it, until one window held the whole backlog."""
     query = (
         sa.select(*COLUMNS)
-        .where(events.c.time >= low, events.c.time <= high, events.c.kind != "train_step")  # progress: degradations.py
+        .where(events.c.time >= low, events.c.time <= high, events.c.seq <= up_to_seq,
+               events.c.kind != "train_step")  # progress: degradations.py
         .order_by(events.c.time, events.c.id)
     )
-    window = _as_dicts(conn.execute(query).all())
+    window = _as_dicts(conn.execute(query))
     named = sorted({*jobs, *(event["job"] for event in window if event["job"])})
-    return _last_starts(conn, named, low) + window
+    return _last_starts(conn, named, low, up_to_seq) + window
 
 
-def _last_starts(conn: Connection, jobs: Sequence[str], before: datetime) -> list[dict]:
+def _last_starts(conn: Connection, jobs: Sequence[str], before: datetime, up_to_seq: int) -> list[dict]:
     """Each job's last start or restart before a window, oldest first. Whether a job reports
     its restarts changes how its symptoms are grouped (attribution's LONG_GAP), so a window
     that began after the job started must still know it did, as a whole replay would."""
     if not jobs:
         return []
     latest = (sa.select(events.c.job, sa.func.max(events.c.time).label("at"))
-              .where(events.c.job.in_(jobs), events.c.kind.in_(RESTART_KINDS), events.c.time < before)
+              .where(events.c.job.in_(jobs), events.c.kind.in_(RESTART_KINDS), events.c.time < before,
+                     events.c.seq <= up_to_seq)
               .group_by(events.c.job).subquery())
     query = (sa.select(*COLUMNS).join(latest, sa.and_(events.c.job == latest.c.job, events.c.time == latest.c.at))
              .where(events.c.kind.in_(RESTART_KINDS)).order_by(events.c.time, events.c.id))
-    return _as_dicts(conn.execute(query).all())
+    return _as_dicts(conn.execute(query))
 
 
 def _overlapping(conn: Connection, low: datetime, high: datetime) -> list[sa.Row]:
@@ -263,20 +284,37 @@ def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row], *,
 
 
 def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
-    """One engine pass over everything committed since the last pass."""
+    """One engine pass over everything committed since the last pass, `MAX_NEW` events (by
+    `seq`) at a time, each its own transaction: the events a pass holds are bounded by what
+    one step's window spans, not by how far the engine is behind (a restart after a long
+    ingest, an import, a pass slowed by a flood), and a step done is not redone."""
+    total = {"events": 0, "opened": 0, "updated": 0, "removed": 0}
+    while True:
+        result, more = _analyze_step(engine, cluster)
+        for key, count in result.items():
+            total[key] = total.get(key, 0) + count
+        if not more:
+            return total
+
+
+def _analyze_step(engine: Engine, cluster: Cluster) -> tuple[dict[str, int], bool]:
+    """Analyse the next `MAX_NEW` new events at most; whether more were waiting."""
     with engine.connect() as conn:
         if conn.dialect.name == "postgresql":  # one pass at a time across replicas
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({ENGINE_LOCK})")
         last = _last_seq(conn)
+        cut = conn.execute(sa.select(events.c.seq).where(events.c.seq > last)
+                           .order_by(events.c.seq).offset(MAX_NEW).limit(1)).scalar()
+        new = events.c.seq > last if cut is None else sa.and_(events.c.seq > last, events.c.seq < cut)
         driving = sa.or_(events.c.kind.in_(DRIVING_KINDS), events.c.severity.in_(DRIVING_SEVERITIES))
         low, high, top, relevant, count = conn.execute(
             sa.select(sa.func.min(events.c.time), sa.func.max(events.c.time), sa.func.max(events.c.seq),
                       sa.func.sum(sa.case((driving, 1), else_=0)), sa.func.count())
-            .where(events.c.seq > last)
+            .where(new)
         ).one()
         result = {"events": count or 0, "opened": 0, "updated": 0, "removed": 0}
         if top is None:
-            return result
+            return result, False
         # The core: the new events' span and every stored incident it touches, back to the
         # horizon. The engine reads the core plus a margin (so incidents at its edges are
         # seen whole), but only the incidents overlapping the core are rewritten.
@@ -289,7 +327,7 @@ def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
             stored = _overlapping(conn, core_low, core_high)
             read_from = core_low - MARGIN
             jobs = {row.job for row in stored if row.job}
-            drafts = analyse(_load_events(conn, read_from, core_high + MARGIN, jobs), cluster)
+            drafts = analyse(_load_events(conn, read_from, core_high + MARGIN, top, jobs), cluster)
             low_utc, high_utc = core_low.replace(tzinfo=UTC), core_high.replace(tzinfo=UTC)
             drafts = [d for d in drafts if d.last >= low_utc - GAP and d.start <= high_utc + GAP]
             result |= reconcile(conn, drafts, stored, settled_before=read_from,
@@ -298,7 +336,7 @@ def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
             result[key] += count
         _save_seq(conn, top)
         conn.commit()
-        return result
+        return result, cut is not None
 
 
 class IncidentRunner:
