@@ -283,17 +283,21 @@ def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row], *,
     return {"opened": opened, "updated": updated, "removed": removed}
 
 
-def analyze_pending(engine: Engine, cluster: Cluster) -> dict[str, int]:
+def analyze_pending(engine: Engine, cluster: Cluster, *,
+                    between: Callable[[float], bool] = lambda seconds: True) -> dict[str, int]:
     """One engine pass over everything committed since the last pass, `MAX_NEW` events (by
     `seq`) at a time, each its own transaction: the events a pass holds are bounded by what
     one step's window spans, not by how far the engine is behind (a restart after a long
-    ingest, an import, a pass slowed by a flood), and a step done is not redone."""
+    ingest, an import, a pass slowed by a flood), and a step done is not redone.
+    `between(seconds the step took)` runs after each step that leaves more to do; False
+    ends the pass there (the rest is the next pass's)."""
     total = {"events": 0, "opened": 0, "updated": 0, "removed": 0}
     while True:
+        started = time.perf_counter()
         result, more = _analyze_step(engine, cluster)
         for key, count in result.items():
             total[key] = total.get(key, 0) + count
-        if not more:
+        if not more or not between(time.perf_counter() - started):
             return total
 
 
@@ -351,8 +355,9 @@ class IncidentRunner:
         self.last_duration = 0.0
         self.after_pass: Callable[[dict[str, int], float], None] = lambda result, seconds: None  # metrics, alerts
         # Under a sustained stream, rest as long as the pass took: the engine then takes at
-        # most half a core from ingest, and each pass covers more new events.
-        self._loop = Loop("engine", self.run_once, interval=interval, leading=leading,
+        # most half a core from ingest, and each pass covers more new events. A pass that is
+        # behind rests as long between its steps too; a storm's pass is one step.
+        self._loop = Loop("engine", self._background, interval=interval, leading=leading,
                           rest=lambda: min(self.last_duration, interval * 2)).start()
 
     def wake(self) -> None:
@@ -363,9 +368,24 @@ class IncidentRunner:
 
     def run_once(self) -> dict[str, int]:
         """Analyse everything committed so far; callers wait for the pass to finish."""
+        return self._run(lambda seconds: True)
+
+    def _background(self) -> dict[str, int]:
+        return self._run(self._loop.pause)
+
+    def _run(self, between: Callable[[float], bool]) -> dict[str, int]:
+        rested = 0.0
+
+        def rest(seconds: float) -> bool:
+            nonlocal rested
+            began = time.perf_counter()
+            go_on = between(seconds)
+            rested += time.perf_counter() - began
+            return go_on
+
         with self._lock:
             started = time.perf_counter()
-            result = analyze_pending(self._engine, self._cluster())
-            self.last_duration = time.perf_counter() - started
+            result = analyze_pending(self._engine, self._cluster(), between=rest)
+            self.last_duration = time.perf_counter() - started - rested
             self.after_pass(result, self.last_duration)
             return result
