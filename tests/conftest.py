@@ -30,6 +30,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from sqlalchemy.engine import Engine
 
 REFERENCE_DATA = Path(__file__).resolve().parent / "data" / "reference"  # sources in its README
@@ -200,6 +202,22 @@ def empty_store(tmp_path: Path, name: str) -> Iterator[str]:
 @pytest.fixture
 def db_url(tmp_path: Path) -> Iterator[str]:
     yield from empty_store(tmp_path, "faultgraph")
+
+
+def store_events(engine: "Engine", items: list[dict], *, received: "datetime", enrich=None) -> None:
+    """Insert validated events straight into a store, numbered after its last `seq`: the
+    writer's insert without its thread, for tests of what reads the store."""
+    import pyarrow as pa
+
+    from faultgraph.service import store
+    from faultgraph.service.events import service as events_service
+    from faultgraph.service.events.models import events
+
+    rows = events_service.to_rows(items, received=received, enrich=enrich)
+    first = store.max_value(engine, events.c.seq) + 1
+    rows = rows.append_column("seq", pa.array(range(first, first + rows.num_rows), pa.int64()))
+    with engine.begin() as conn:
+        store.insert_ignoring_duplicates(conn, rows, table_name="events")
 
 
 @pytest.fixture

@@ -187,11 +187,8 @@ def test_a_settled_incident_no_draft_matches_is_kept(engine):
 def test_a_pass_stopped_between_its_steps_leaves_the_rest_to_the_next(engine, monkeypatch):
     """A background pass rests between its steps (`Loop.pause`); a stop during the rest ends
     the pass there, the steps done kept, and the next pass takes the rest."""
-    from datetime import datetime
+    from conftest import store_events
 
-    import pyarrow as pa
-
-    from faultgraph.service import store
     from faultgraph.service.cluster import Cluster
     from faultgraph.service.events import service as events_service
     from faultgraph.service.loops import Loop
@@ -199,11 +196,7 @@ def test_a_pass_stopped_between_its_steps_leaves_the_rest_to_the_next(engine, mo
     cluster = Cluster(engine)
     cluster.load()
     valid = events_service.validate_all(sum(crash_loop(cycles=5), []))
-    rows = events_service.rows_of_group([events_service.Pending(valid, datetime.now(UTC))], enrich=cluster.enrich)
-    with engine.connect() as conn:
-        store.insert_ignoring_duplicates(conn, rows.append_column("seq", pa.array(range(1, rows.num_rows + 1), pa.int64())),
-                                         table_name="events")
-        conn.commit()
+    store_events(engine, valid, received=T0, enrich=cluster.enrich)
     monkeypatch.setattr(flows, "MAX_NEW", 100)
     loop = Loop("engine", lambda: None, interval=60)  # never started: only its pause is used
     went_on: list[bool] = []

@@ -11,7 +11,6 @@ from typing import ClassVar
 
 import jsonpatch
 import kubernetes_validate
-import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,12 +19,10 @@ from slurm import start_slurm
 
 from faultgraph.attribution.fleet import Transition, replay
 from faultgraph.service import store
-from faultgraph.service.events.models import events
-from faultgraph.service.events.service import to_rows
 from faultgraph.service.remediation import flows, service
 from faultgraph.service.remediation.actuators import ActionFailed, Kubernetes, Webhook
 from faultgraph.service.remediation.models import RemediationConfig
-from tests.conftest import start_server
+from tests.conftest import start_server, store_events
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 FIVE_MIN = timedelta(minutes=5)
@@ -103,11 +100,7 @@ def engine(tmp_path):
 def direct_store(engine) -> service.Store:
     """A `Store` inserting straight into a DuckDB file: the app's writer, minus its thread."""
     def keep(generated: list[dict]) -> None:
-        rows = to_rows(generated, received=NOW)
-        first = store.max_value(engine, events.c.seq) + 1
-        rows = rows.append_column("seq", pa.array(range(first, first + rows.num_rows), pa.int64()))
-        with engine.begin() as conn:
-            store.insert_ignoring_duplicates(conn, rows, table_name="events")
+        store_events(engine, generated, received=NOW)
     return keep
 
 

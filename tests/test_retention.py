@@ -8,7 +8,6 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 
-import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
@@ -16,24 +15,19 @@ import sqlalchemy as sa
 
 from faultgraph.service import store, transfer
 from faultgraph.service.events import archive as archives
-from faultgraph.service.events import service as events_service
 from faultgraph.service.events.archive import open_archive
 from faultgraph.service.events.flows import Retention, prune
 from faultgraph.service.events.models import event_rollups, events
 from faultgraph.service.fleet import goodput
 from faultgraph.service.incidents.models import incident_events, incidents
 from faultgraph.service.stats import service as stats_service
+from tests.conftest import store_events
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # a fixed clock: retention is relative to it
 
 
 def fill(engine, items: list[dict]) -> None:
-    rows = events_service.to_rows(items, received=NOW)
-    first = store.max_value(engine, events.c.seq) + 1
-    rows = rows.append_column("seq", pa.array(range(first, first + rows.num_rows), pa.int64()))
-    with engine.connect() as conn:
-        store.insert_ignoring_duplicates(conn, rows, table_name="events")
-        conn.commit()
+    store_events(engine, items, received=NOW)
 
 
 def noise(day: int, n: int, prefix: str = "n") -> list[dict]:
