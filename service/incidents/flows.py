@@ -4,9 +4,9 @@ how the engine's fresh answer is reconciled with the incidents already stored.
 The engine is pure (`attribution/engine.py`); this module is its I/O. Each pass takes the
 events committed since the last pass (by `events.seq`, at most `MAX_NEW` a step), widens
 their time span by the engine's reach and by every stored incident it touches, re-analyses
-that whole window from the store in event-time order, and upserts the result. Because a window is analysed
-whole, a replay of a recorded stream and the live run converge on the same incidents,
-whatever order the events arrived in.
+that whole window from the store in event-time order, and upserts the result. Because a
+window is analysed whole, a replay of a recorded stream and the live run converge on the
+same incidents, whatever order the events arrived in.
 
 Except for an incident that began more than `HORIZON` before the new events: re-reading it
 whole would make a pass cost as much as the longest incident it touches (a crash loop, a hang
@@ -296,7 +296,7 @@ def analyze_pending(engine: Engine, cluster: Cluster, *,
         started = time.perf_counter()
         result, more = _analyze_step(engine, cluster)
         for key, count in result.items():
-            total[key] = total.get(key, 0) + count
+            total[key] += count
         if not more or not between(time.perf_counter() - started):
             return total
 

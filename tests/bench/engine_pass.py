@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
+from sqlalchemy.engine import Engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -57,19 +58,25 @@ def append(engine, cluster: Cluster, bodies: list[bytes], first_seq: int) -> int
     return seq
 
 
+def behind(history: list[bytes], new: list[bytes], folder: Path) -> tuple[Engine, Cluster]:
+    """A fresh store holding `history`, analysed, and then `new`, not yet analysed."""
+    engine = store.make_engine(f"duckdb:///{tempfile.mkdtemp(dir=folder)}/store.duckdb")
+    store.init_schema(engine)
+    cluster = Cluster(engine)
+    cluster.load()
+    seq = append(engine, cluster, history, 1)
+    flows.analyze_pending(engine, cluster)
+    append(engine, cluster, new, seq)
+    return engine, cluster
+
+
 def timed_pass(history: list[bytes], new: list[bytes], folder: Path, runs: int, horizon: timedelta) -> float:
     """Median seconds of the pass the `new` events cause after `history` was analysed, with
     the engine reading incidents back `horizon` from new events."""
     flows.HORIZON = horizon
     seconds = []
     for _ in range(runs):
-        engine = store.make_engine(f"duckdb:///{tempfile.mkdtemp(dir=folder)}/store.duckdb")
-        store.init_schema(engine)
-        cluster = Cluster(engine)
-        cluster.load()
-        seq = append(engine, cluster, history, 1)
-        flows.analyze_pending(engine, cluster)
-        append(engine, cluster, new, seq)
+        engine, cluster = behind(history, new, folder)
         started = time.perf_counter()
         flows.analyze_pending(engine, cluster)
         seconds.append(time.perf_counter() - started)
@@ -81,13 +88,7 @@ def pass_memory(history: list[bytes], new: list[bytes], folder: Path, max_new: i
     """(the most events one window held, the peak allocation in MiB) of the pass the `new`
     events cause after `history` was analysed, in steps of `max_new`, under tracemalloc."""
     flows.MAX_NEW = max_new
-    engine = store.make_engine(f"duckdb:///{tempfile.mkdtemp(dir=folder)}/store.duckdb")
-    store.init_schema(engine)
-    cluster = Cluster(engine)
-    cluster.load()
-    seq = append(engine, cluster, history, 1)
-    flows.analyze_pending(engine, cluster)
-    append(engine, cluster, new, seq)
+    engine, cluster = behind(history, new, folder)
     read: list[int] = []
     analyse = flows.analyse
     flows.analyse = lambda events, cluster: read.append(len(events)) or analyse(events, cluster)
