@@ -238,7 +238,7 @@ def _stored_keys(raw, rows: pa.Table, table_name: str, key: list[str]) -> list:
     """Keys of `rows` already stored with a time within DUPLICATE_WINDOW of theirs, looked up
     one span of event-time minutes at a time (literal bounds, so DuckDB skips row groups
     and column segments by zone map: a live batch's minutes, however large the store)."""
-    minutes = sorted(set(pc.floor_temporal(rows.column("time"), unit="minute").to_pylist()))
+    minutes = sorted(pc.unique(pc.floor_temporal(rows.column("time"), unit="minute")).to_pylist())
     spans: list[list] = []
     for minute in minutes:
         if spans and minute - spans[-1][1] <= 2 * DUPLICATE_WINDOW:
