@@ -211,33 +211,46 @@ def insert_ignoring_duplicates(conn: Connection, rows: pa.Table, *, table_name: 
 def _insert_new_duckdb(conn: Connection, rows: pa.Table, table: sa.Table, *, returning: bool) -> tuple[list, int]:
     """DuckDB: insert the rows whose key is new, the first of each key within `rows` (lowest
     `seq` when there is one); returns the inserted keys' first column (when `returning`) and
-    their count. A table in UNIQUE_KEYS with a `time` column is checked by time span."""
+    their count. A table in UNIQUE_KEYS with a `time` column is checked by time span.
+
+    One statement: the stored keys are anti-joined inside the insert rather than looked up
+    and filtered out first (a storm's group commit paid ~4 ms for the extra round)."""
     raw = conn.connection.driver_connection
     key = table_key(table)
-    if table.name in UNIQUE_KEYS and "time" in rows.column_names and rows.num_rows:
-        stored = _stored_keys(raw, rows, table.name, key)
-        if stored:
-            rows = rows.filter(pc.invert(pc.is_in(rows.column(key[0]), pa.array(stored, rows.schema.field(key[0]).type))))
     columns = ", ".join(f'"{name}"' for name in rows.column_names)
-    quoted = ", ".join(f'"{name}"' for name in key)
-    order = ' ORDER BY "seq"' if "seq" in rows.column_names else ""
-    once = f"QUALIFY row_number() OVER (PARTITION BY {quoted}{order}) = 1" if key else ""
+    source = "_incoming i"
+    if table.name in UNIQUE_KEYS and "time" in rows.column_names and rows.num_rows:
+        match = " AND ".join(f'i."{name}" = s."{name}"' for name in key)
+        stored = ", ".join(f'"{name}"' for name in key)
+        source += f' ANTI JOIN (SELECT {stored} FROM "{table.name}" WHERE {_near_in_time(rows)}) s ON {match}'
+    quoted = ", ".join(f'i."{name}"' for name in key)
+    order = ' ORDER BY i."seq"' if "seq" in rows.column_names else ""
+    # The window that keeps a key's first row doubles the insert's cost: only when one repeats.
+    once = f"QUALIFY row_number() OVER (PARTITION BY {quoted}{order}) = 1" if key and _repeats(rows, key) else ""
     # A store created before `events` lost its primary key still has it: let it refuse quietly.
     conflict = "ON CONFLICT DO NOTHING" if table.primary_key.columns or _has_primary_key(conn, table.name) else ""
     back = f' RETURNING "{key[0]}"' if returning and key else ""
+    selected = ", ".join(f'i."{name}"' for name in rows.column_names)
     raw.register("_incoming", rows)
     try:
-        result = raw.execute(f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM _incoming {once} {conflict}{back}')
+        result = raw.execute(f'INSERT INTO "{table.name}" ({columns}) SELECT {selected} FROM {source} {once} {conflict}{back}')
         inserted = [row[0] for row in result.fetchall()] if back else []
         return inserted, (len(inserted) if back else result.fetchall()[0][0])
     finally:
         raw.unregister("_incoming")
 
 
-def _stored_keys(raw, rows: pa.Table, table_name: str, key: list[str]) -> list:
-    """Keys of `rows` already stored with a time within DUPLICATE_WINDOW of theirs, looked up
-    one span of event-time minutes at a time (literal bounds, so DuckDB skips row groups
-    and column segments by zone map: a live batch's minutes, however large the store)."""
+def _repeats(rows: pa.Table, key: list[str]) -> bool:
+    """Whether some key occurs more than once within `rows` (counted by Arrow)."""
+    if len(key) == 1:
+        return pc.count_distinct(rows.column(key[0])).as_py() < rows.num_rows
+    return rows.select(key).group_by(key).aggregate([]).num_rows < rows.num_rows
+
+
+def _near_in_time(rows: pa.Table) -> str:
+    """The stored rows a key of `rows` may repeat: those within DUPLICATE_WINDOW of the
+    rows' event-time minutes, as literal spans (so DuckDB skips row groups and column
+    segments by zone map: a live batch's minutes, however large the store)."""
     minutes = sorted(pc.unique(pc.floor_temporal(rows.column("time"), unit="minute")).to_pylist())
     spans: list[list] = []
     for minute in minutes:
@@ -245,18 +258,10 @@ def _stored_keys(raw, rows: pa.Table, table_name: str, key: list[str]) -> list:
             spans[-1][1] = minute
         else:
             spans.append([minute, minute])
-    match = " AND ".join(f's."{name}" = i."{name}"' for name in key)
-    found: list = []
-    raw.register("_lookup", rows.select(key))
-    try:
-        for low, high in spans:
-            low, high = low - DUPLICATE_WINDOW, high + timedelta(minutes=1) + DUPLICATE_WINDOW
-            found += [row[0] for row in raw.execute(
-                f'SELECT s."{key[0]}" FROM "{table_name}" s SEMI JOIN _lookup i ON {match} '
-                f"WHERE s.time >= TIMESTAMP '{low.isoformat()}' AND s.time < TIMESTAMP '{high.isoformat()}'").fetchall()]
-    finally:
-        raw.unregister("_lookup")
-    return found
+    return " OR ".join(
+        f"(time >= TIMESTAMP '{(low - DUPLICATE_WINDOW).isoformat()}' "
+        f"AND time < TIMESTAMP '{(high + timedelta(minutes=1) + DUPLICATE_WINDOW).isoformat()}')"
+        for low, high in spans)
 
 
 _PRIMARY_KEYS: dict[tuple[str, str], bool] = {}  # (database, table) → has one; asked once per process
