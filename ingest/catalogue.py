@@ -76,10 +76,20 @@ class Rule:
 
 @dataclass(frozen=True)
 class Extractor:
-    """A secondary regex run on the message of events of some kinds, adding attrs."""
+    """A secondary regex run on the message of events of some kinds, adding attrs.
+
+    `requires`, when given, is a part of every match that starts with a literal: re finds
+    it by scanning for that character, where a regex that starts with a class (a host
+    name) is tried at every position of the line."""
 
     kinds: frozenset[str]
     regex: re.Pattern[str]
+    requires: re.Pattern[str] | None = None
+
+    def search(self, message: str) -> re.Match[str] | None:
+        if self.requires is not None and self.requires.search(message) is None:
+            return None
+        return self.regex.search(message)
 
 
 @dataclass(frozen=True)
@@ -224,7 +234,8 @@ def load_dir(directory: Path) -> Catalogue:
     maps = {name: dict(m) for name, m in data.get("maps", {}).items()}
     extractors = tuple(
         Extractor(kinds=frozenset(x["kinds"]),
-                  regex=_compile(x["regex"], f"patterns.toml extract {i}"))
+                  regex=_compile(x["regex"], f"patterns.toml extract {i}"),
+                  requires=_compile(x["requires"], f"patterns.toml extract {i} requires") if "requires" in x else None)
         for i, x in enumerate(data.get("extract", []))
     )
     nvlink5 = tuple(

@@ -106,7 +106,7 @@ def _event(rule: catalogue.Rule, match: re.Match[str], message: str, time: datet
     _merge(attrs, match.groupdict())
     for extractor in _CAT.extractors:
         if rule.kind in extractor.kinds:
-            extra = extractor.regex.search(message)
+            extra = extractor.search(message)
             if extra:
                 _merge(attrs, extra.groupdict(), keep_existing=True)
     for target, (table, frm) in rule.derive.items():

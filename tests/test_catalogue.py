@@ -185,6 +185,26 @@ def test_every_rule_parses_its_own_example(rule: catalogue.Rule) -> None:
     assert events_service.decode(body, content_type="application/json", max_events=1).rejected == []
 
 
+def test_an_extractors_requires_is_part_of_every_match() -> None:
+    """`requires` only saves time: in the message of every real line (both corpora) and
+    rule example that parses to one of its kinds, an extractor whose regex matches has its
+    `requires` matching too, so skipping on a miss loses nothing."""
+    data = Path(__file__).parent / "data"
+    lines = [rule.example for rule in CAT.rules]
+    for corpus in (data / "reference" / "real-logs.jsonl", data / "long-tail.jsonl"):
+        lines += [orjson.loads(row)["line"] for row in corpus.read_text().splitlines() if row.strip()]
+    guarded = [x for x in CAT.extractors if x.requires is not None]
+    assert guarded
+    matched = 0
+    for line in lines:
+        event = parse_line(line, host="node0042")
+        for extractor in guarded:
+            if event is not None and event["kind"] in extractor.kinds and extractor.regex.search(event["message"]):
+                assert extractor.requires is not None and extractor.requires.search(event["message"]), line
+                matched += 1
+    assert matched >= 10
+
+
 def _copy(tmp_path: Path) -> Path:
     for name in ("xid.toml", "sxid.toml", "nvlink5.toml", "fabric_manager.toml", "patterns.toml"):
         shutil.copy(catalogue.CATALOGUE_DIR / name, tmp_path / name)
