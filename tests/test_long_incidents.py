@@ -2,6 +2,7 @@
 only its tail and extend it, and come out where one pass over the whole stream does."""
 
 from datetime import UTC, datetime, timedelta
+from itertools import zip_longest
 
 import pytest
 
@@ -74,6 +75,9 @@ def test_live_passes_over_a_long_crash_loop_agree_with_one_pass_over_it(db_url, 
     # the tail (and the head's restarts), not the whole loop.
     assert max(read[-12:]) - min(read[-12:]) < len(batches[1]) and read[-1] < whole * 0.6
     read.clear()
+    # One pass over the whole loop in one window: a step cuts new events wider than the
+    # horizon into spans of their own (`_cores`), so the reference lifts it.
+    monkeypatch.setattr(flows, "HORIZON", timedelta(days=1))
     replay = serve_in_process(f"duckdb:///{tmp_path / 'replay.duckdb'}")
     try:
         replay.client.post("/v1/events", json=[event for batch in reversed(batches) for event in batch])
@@ -121,6 +125,47 @@ def test_a_pass_behind_reads_its_backlog_in_steps_and_agrees_with_live_passes(db
     [stepped] = backlog
     assert stepped.pop("gpu_hours_lost") == pytest.approx(incident.pop("gpu_hours_lost"), abs=0.002)
     assert stepped == incident
+
+
+def test_new_events_far_apart_in_one_step_are_read_each_with_its_own_window(db_url, tmp_path, monkeypatch):
+    """Agents replaying a long outage's spools post events days old beside live ones: one step
+    holds both. Each is read with its own window, not with the days stored between them,
+    and the incidents are the ones passes as it happened made."""
+    from conftest import serve_in_process
+
+    def shifted(batches: list[list[dict]], back: timedelta, job: str) -> list[list[dict]]:
+        return [[{**e, "time": iso(datetime.fromisoformat(e["time"]) - back)} | ({"job": job} if "job" in e else {})
+                 for e in batch] for batch in batches]
+
+    days = timedelta(days=3)
+    recent, old = crash_loop(cycles=2), shifted(crash_loop(cycles=2), days, "gpt")
+    noise = [[{"time": iso(T0 - days + timedelta(minutes=5 * i)), "host": "node0500", "kind": "nic_error",
+               "severity": "warning", "attrs": {"device": "mlx5_0", "counter": "symbol_error", "count": 1}}
+              for i in range(hour * 12, hour * 12 + 12)] for hour in range(72)]
+    read: list[int] = []
+    analyse = flows.analyse
+    monkeypatch.setattr(flows, "analyse", lambda events, cluster: read.append(len(events)) or analyse(events, cluster))
+    views, last_pass = [], []
+    by_time = sorted(old + noise + recent, key=lambda batch: batch[0]["time"])
+    together = [e for pair in zip_longest(sum(old, []), sum(recent, [])) for e in pair if e is not None]
+    for url, feeds in ((db_url, by_time), (f"duckdb:///{tmp_path / 'spools.duckdb'}", [*noise, together])):
+        server = serve_in_process(url)
+        try:
+            for batch in feeds:
+                read.clear()
+                assert server.client.post("/v1/events", json=batch).json()["rejected"] == []
+                server.client.post("/v1/analyze")
+            last_pass.append(list(read))
+            views.append(_view(server.client))
+        finally:
+            server.stop()
+    live, replayed = views
+    assert sorted(i["job"] for i in live) == ["gpt", "llama"]
+    for incident, again in zip(live, replayed, strict=True):
+        assert again.pop("gpu_hours_lost") == pytest.approx(incident.pop("gpu_hours_lost"), abs=0.002)
+        assert again == incident
+    # two windows of a few hours each, not the 864 noise events of the days between
+    assert len(last_pass[1]) == 2 and max(last_pass[1]) < 300
 
 
 def watchdog_rounds(rounds: int) -> list[list[dict]]:

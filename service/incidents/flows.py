@@ -4,7 +4,9 @@ how the engine's fresh answer is reconciled with the incidents already stored.
 The engine is pure (`attribution/engine.py`); this module is its I/O. Each pass takes the
 events committed since the last pass (by `events.seq`, at most `MAX_NEW` a step), widens
 their time span by the engine's reach and by every stored incident it touches, re-analyses
-that whole window from the store in event-time order, and upserts the result. Because a
+that whole window from the store in event-time order, and upserts the result. New events
+spread wider than `HORIZON` (a late spool beside live events) are taken in spans of their
+hours, each with its own window, as passes at their times would have. Because a
 window is analysed whole, a replay of a recorded stream and the live run converge on the
 same incidents, whatever order the events arrived in.
 
@@ -310,37 +312,68 @@ def _analyze_step(engine: Engine, cluster: Cluster) -> tuple[dict[str, int], boo
         cut = conn.execute(sa.select(events.c.seq).where(events.c.seq > last)
                            .order_by(events.c.seq).offset(MAX_NEW).limit(1)).scalar()
         new = events.c.seq > last if cut is None else sa.and_(events.c.seq > last, events.c.seq < cut)
-        driving = sa.or_(events.c.kind.in_(DRIVING_KINDS), events.c.severity.in_(DRIVING_SEVERITIES))
         low, high, top, relevant, count = conn.execute(
             sa.select(sa.func.min(events.c.time), sa.func.max(events.c.time), sa.func.max(events.c.seq),
-                      sa.func.sum(sa.case((driving, 1), else_=0)), sa.func.count())
+                      _DRIVING_COUNT, sa.func.count())
             .where(new)
         ).one()
         result = {"events": count or 0, "opened": 0, "updated": 0, "removed": 0}
         if top is None:
             return result, False
-        # The core: the new events' span and every stored incident it touches, back to the
-        # horizon. The engine reads the core plus a margin (so incidents at its edges are
-        # seen whole), but only the incidents overlapping the core are rewritten.
-        touching = _overlapping(conn, low - MARGIN, high + MARGIN)
-        if relevant or touching:
-            # (The core keeps each touched incident's last: one that ended before the horizon
-            # is reconciled too, not opened again beside itself.)
-            core_low = min([low, *(max(row.start, min(row.last, low - (HORIZON - MARGIN))) for row in touching)])
-            core_high = max([high, *(row.last for row in touching)])
-            stored = _overlapping(conn, core_low, core_high)
-            read_from = core_low - MARGIN
-            jobs = {row.job for row in stored if row.job}
-            drafts = analyse(_load_events(conn, read_from, core_high + MARGIN, top, jobs), cluster)
-            low_utc, high_utc = core_low.replace(tzinfo=UTC), core_high.replace(tzinfo=UTC)
-            drafts = [d for d in drafts if d.last >= low_utc - GAP and d.start <= high_utc + GAP]
-            result |= reconcile(conn, drafts, stored, settled_before=read_from,
-                                topology_version=getattr(cluster, "version", None))
-        for key, count in degradations.run(conn, cluster, up_to_seq=top).items():  # fail-slow, issue 15
-            result[key] += count
+        for core in _cores(conn, new, low, high, relevant):
+            for key, changed in _analyze_core(conn, cluster, *core, top).items():
+                result[key] += changed
+        for key, changed in degradations.run(conn, cluster, up_to_seq=top).items():  # fail-slow, issue 15
+            result[key] += changed
         _save_seq(conn, top)
         conn.commit()
         return result, cut is not None
+
+
+_DRIVING_COUNT = sa.func.sum(sa.case(
+    (sa.or_(events.c.kind.in_(DRIVING_KINDS), events.c.severity.in_(DRIVING_SEVERITIES)), 1), else_=0))
+
+
+def _cores(conn: Connection, new: sa.ColumnElement[bool], low: datetime, high: datetime,
+           relevant: int | None) -> list[tuple[datetime, datetime, int]]:
+    """The new events' span, cut where it is wider than `HORIZON` into the spans of their
+    hours (with how many events of each can drive an incident): events far apart in time
+    in one step (agents replaying a long outage's spools beside live ones) are each read
+    with their own window, not with everything stored between them."""
+    if high - low <= HORIZON:
+        return [(low, high, relevant or 0)]
+    hour = sa.func.date_trunc("hour", events.c.time)
+    cores: list[list] = []
+    for first, last, driving in conn.execute(
+            sa.select(sa.func.min(events.c.time), sa.func.max(events.c.time), _DRIVING_COUNT)
+            .where(new).group_by(hour).order_by(hour)):
+        if cores and last - cores[-1][0] <= HORIZON:
+            cores[-1][1:] = [last, cores[-1][2] + driving]
+        else:
+            cores.append([first, last, driving])
+    return [(first, last, driving) for first, last, driving in cores]
+
+
+def _analyze_core(conn: Connection, cluster: Cluster, low: datetime, high: datetime, relevant: int,
+                  top: int) -> dict[str, int]:
+    """Re-analyse one span of new events: the span and every stored incident it touches, back
+    to the horizon. The engine reads the core plus a margin (so incidents at its edges are
+    seen whole), but only the incidents overlapping the core are rewritten."""
+    touching = _overlapping(conn, low - MARGIN, high + MARGIN)
+    if not relevant and not touching:
+        return {}
+    # (The core keeps each touched incident's last: one that ended before the horizon is
+    # reconciled too, not opened again beside itself.)
+    core_low = min([low, *(max(row.start, min(row.last, low - (HORIZON - MARGIN))) for row in touching)])
+    core_high = max([high, *(row.last for row in touching)])
+    stored = _overlapping(conn, core_low, core_high)
+    read_from = core_low - MARGIN
+    jobs = {row.job for row in stored if row.job}
+    drafts = analyse(_load_events(conn, read_from, core_high + MARGIN, top, jobs), cluster)
+    low_utc, high_utc = core_low.replace(tzinfo=UTC), core_high.replace(tzinfo=UTC)
+    drafts = [d for d in drafts if d.last >= low_utc - GAP and d.start <= high_utc + GAP]
+    return reconcile(conn, drafts, stored, settled_before=read_from,
+                     topology_version=getattr(cluster, "version", None))
 
 
 class IncidentRunner:
