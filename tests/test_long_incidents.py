@@ -148,7 +148,7 @@ def test_new_events_far_apart_in_one_step_are_read_each_with_its_own_window(db_u
     views, last_pass = [], []
     by_time = sorted(old + noise + recent, key=lambda batch: batch[0]["time"])
     together = [e for pair in zip_longest(sum(old, []), sum(recent, [])) for e in pair if e is not None]
-    for url, feeds in ((db_url, by_time), (f"duckdb:///{tmp_path / 'spools.duckdb'}", [*noise, together])):
+    for url, feeds in ((f"duckdb:///{tmp_path / 'live.duckdb'}", by_time), (db_url, [*noise, together])):
         server = serve_in_process(url)
         try:
             for batch in feeds:
