@@ -42,6 +42,16 @@ def crash_loop(cycles: int, *, hosts: int = 8) -> list[list[dict]]:
     return batches
 
 
+@pytest.fixture
+def read(monkeypatch) -> list[int]:
+    """The size of every window the engine analyses, in order (a wrapper around
+    `flows.analyse`)."""
+    sizes: list[int] = []
+    analyse = flows.analyse
+    monkeypatch.setattr(flows, "analyse", lambda events, cluster: sizes.append(len(events)) or analyse(events, cluster))
+    return sizes
+
+
 def _view(client) -> list[dict]:
     keep = ("job", "opened", "closed", "symptoms", "hosts", "status", "type", "action", "candidates")
     incidents = client.get("/v1/incidents").json()["incidents"]
@@ -55,13 +65,10 @@ def _view(client) -> list[dict]:
     } for incident in incidents]
 
 
-def test_live_passes_over_a_long_crash_loop_agree_with_one_pass_over_it(db_url, tmp_path, monkeypatch):
+def test_live_passes_over_a_long_crash_loop_agree_with_one_pass_over_it(db_url, tmp_path, monkeypatch, read):
     from conftest import serve_in_process
 
     batches = crash_loop(cycles=32)  # eight hours, four times the horizon
-    read: list[int] = []
-    analyse = flows.analyse
-    monkeypatch.setattr(flows, "analyse", lambda events, cluster: read.append(len(events)) or analyse(events, cluster))
     live = serve_in_process(db_url)
     try:
         for batch in batches:  # as it happens: a cycle at a time, the engine between them
@@ -95,7 +102,7 @@ def test_live_passes_over_a_long_crash_loop_agree_with_one_pass_over_it(db_url, 
     assert extended == incident
 
 
-def test_a_pass_behind_reads_its_backlog_in_steps_and_agrees_with_live_passes(db_url, tmp_path, monkeypatch):
+def test_a_pass_behind_reads_its_backlog_in_steps_and_agrees_with_live_passes(db_url, tmp_path, monkeypatch, read):
     """A backlog (the engine down, or slowed by a flood, while the loop was ingested) is
     analysed `MAX_NEW` events at a time, each step reading what was stored by its last: no
     window holds the whole backlog, and the incident is the one passes as it happened made."""
@@ -103,9 +110,6 @@ def test_a_pass_behind_reads_its_backlog_in_steps_and_agrees_with_live_passes(db
 
     batches = crash_loop(cycles=32)  # eight hours
     whole = sum(len(batch) for batch in batches)
-    read: list[int] = []
-    analyse = flows.analyse
-    monkeypatch.setattr(flows, "analyse", lambda events, cluster: read.append(len(events)) or analyse(events, cluster))
     views = []
     for url, feeds, step in ((db_url, batches, flows.MAX_NEW), (f"duckdb:///{tmp_path / 'backlog.duckdb'}", [sum(batches, [])], 250)):
         monkeypatch.setattr(flows, "MAX_NEW", step)
@@ -127,7 +131,7 @@ def test_a_pass_behind_reads_its_backlog_in_steps_and_agrees_with_live_passes(db
     assert stepped == incident
 
 
-def test_new_events_far_apart_in_one_step_are_read_each_with_its_own_window(db_url, tmp_path, monkeypatch):
+def test_new_events_far_apart_in_one_step_are_read_each_with_its_own_window(db_url, tmp_path, read):
     """Agents replaying a long outage's spools post events days old beside live ones: one step
     holds both. Each is read with its own window, not with the days stored between them,
     and the incidents are the ones passes as it happened made."""
@@ -142,9 +146,6 @@ def test_new_events_far_apart_in_one_step_are_read_each_with_its_own_window(db_u
     noise = [[{"time": iso(T0 - days + timedelta(minutes=5 * i)), "host": "node0500", "kind": "nic_error",
                "severity": "warning", "attrs": {"device": "mlx5_0", "counter": "symbol_error", "count": 1}}
               for i in range(hour * 12, hour * 12 + 12)] for hour in range(72)]
-    read: list[int] = []
-    analyse = flows.analyse
-    monkeypatch.setattr(flows, "analyse", lambda events, cluster: read.append(len(events)) or analyse(events, cluster))
     views, last_pass = [], []
     by_time = sorted(old + noise + recent, key=lambda batch: batch[0]["time"])
     together = [e for pair in zip_longest(sum(old, []), sum(recent, [])) for e in pair if e is not None]

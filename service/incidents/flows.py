@@ -303,6 +303,11 @@ def analyze_pending(engine: Engine, cluster: Cluster, *,
             return total
 
 
+# How many of the selected events can drive an incident (a kind or a severity that opens one).
+_DRIVING_COUNT = sa.func.sum(sa.case(
+    (sa.or_(events.c.kind.in_(DRIVING_KINDS), events.c.severity.in_(DRIVING_SEVERITIES)), 1), else_=0))
+
+
 def _analyze_step(engine: Engine, cluster: Cluster) -> tuple[dict[str, int], bool]:
     """Analyse the next `MAX_NEW` new events at most; whether more were waiting."""
     with engine.connect() as conn:
@@ -328,10 +333,6 @@ def _analyze_step(engine: Engine, cluster: Cluster) -> tuple[dict[str, int], boo
         _save_seq(conn, top)
         conn.commit()
         return result, cut is not None
-
-
-_DRIVING_COUNT = sa.func.sum(sa.case(
-    (sa.or_(events.c.kind.in_(DRIVING_KINDS), events.c.severity.in_(DRIVING_SEVERITIES)), 1), else_=0))
 
 
 def _cores(conn: Connection, new: sa.ColumnElement[bool], low: datetime, high: datetime,
