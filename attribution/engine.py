@@ -31,6 +31,10 @@ from faultgraph.ingest.causes import category_of
 GAP = timedelta(minutes=15)
 # ... unless the job reports its restarts: then only a restart, or this long, separates them.
 LONG_GAP = timedelta(hours=1)
+# A job never registered is known only from its symptoms: it counts as running on a host this
+# long either side of when its symptoms there were seen (a window holding days would
+# otherwise give a GPU's fault to every job that ever reported from its host).
+SEEN_NEAR = LONG_GAP
 # Hardware events this long before the hang start can still be its cause.
 LOOKBACK = timedelta(minutes=10)
 LOOKAHEAD = timedelta(minutes=2)
@@ -140,12 +144,15 @@ def _aer_source(event: dict[str, Any], cluster: Cluster) -> str | None:
     return cluster.resolve({"host": event["host"], "kind": "pcie_aer", "attrs": {"pci": source}})
 
 
-def _scopes(item: Item, cluster: Cluster, observed: dict[str, set[str]]) -> list[str]:
-    """The incidents an item can belong to: its job's, the jobs on its host (registered, or
-    seen in this window's events when the job was never registered), else its host's."""
+def _scopes(item: Item, cluster: Cluster, observed: dict[str, dict[str, list[datetime]]]) -> list[str]:
+    """The incidents an item can belong to: its job's, the jobs on its host (registered, or,
+    when the job was never registered, seen on the host in this window's symptoms within
+    `SEEN_NEAR` of the item), else its host's."""
     if item.event.get("job"):
         return [f"job:{item.event['job']}"]
-    jobs = cluster.jobs_on(item.event["host"], item.time) or sorted(observed.get(item.event["host"], ()))
+    seen = observed.get(item.event["host"], {})
+    jobs = cluster.jobs_on(item.event["host"], item.time) or sorted(
+        job for job, (first, last) in seen.items() if first - SEEN_NEAR <= item.time <= last + SEEN_NEAR)
     if not jobs and item.component and cluster.topology is not None:
         if cluster.topology.type_of(item.component) == "switch":  # a fabric switch: the jobs below it
             hosts = {cluster.topology.host_of(n) for n in cluster.topology.neighbours(item.component)}
@@ -164,10 +171,12 @@ def _restarts(items: Sequence[Item]) -> dict[str, list[datetime]]:
 
 def _group(items: Sequence[Item], cluster: Cluster, restarts: dict[str, list[datetime]]) -> list[Draft]:
     """Cut every scope's symptoms and faults into interruptions (`restarts`: `_restarts`')."""
-    observed: dict[str, set[str]] = defaultdict(set)
+    observed: dict[str, dict[str, list[datetime]]] = defaultdict(dict)  # host → job → [first, last] seen
     for item in items:
         if item.event.get("job") and item.signal.role == "symptom":
-            observed[item.event["host"]].add(item.event["job"])
+            when = effective_time(item)
+            span = observed[item.event["host"]].setdefault(item.event["job"], [when, when])
+            span[0], span[1] = min(span[0], when), max(span[1], when)
     by_scope: dict[str, list[tuple[datetime, Item]]] = defaultdict(list)
     unplaced: list[tuple[str, datetime, Item]] = []
     for item in items:
