@@ -2,7 +2,7 @@
 
     python tests/bench/ingest.py [--events 1000000] [--batch 1000] [--concurrency 8] [--db URL]
                                  [--workers N]   (N server processes: PostgreSQL only)
-                                 [--compare-postgres SERVER_URL]
+                                 [--compare-postgres SERVER_URL [--compare-workers N]]
 
 Starts `faultgraph serve` on loopback, posts pre-serialised batches from concurrent
 connections, then measures the ceiling: the same payloads parsed with orjson and
@@ -12,7 +12,9 @@ server's peak RSS, and GET /v1/events latency for 1-hour windows on the filled s
     python tests/bench/ingest.py --compare-postgres postgresql://postgres@127.0.0.1:5432/postgres
 
 runs everything a second time on a fresh database created on that PostgreSQL server (and
-dropped afterwards), and prints the two backends side by side with their ratios.
+dropped afterwards), and prints the two backends side by side with their ratios. With
+`--compare-workers N` that PostgreSQL server is `serve --workers N`: the deployment a
+PostgreSQL store allows and a DuckDB file (one writing process) does not.
 """
 
 import argparse
@@ -238,6 +240,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="server processes (serve --workers; PostgreSQL only)")
     parser.add_argument("--compare-postgres", metavar="SERVER_URL",
                         help="also measure on a fresh database created on this PostgreSQL server")
+    parser.add_argument("--compare-workers", type=int, default=1,
+                        help="server processes for the --compare-postgres run")
     args = parser.parse_args()
 
     bodies = payloads(args.events, args.batch)
@@ -253,7 +257,9 @@ def main() -> None:
             with fresh_store(args.compare_postgres, Path(tmp), "") as pg_db, \
                     fresh_store(args.compare_postgres, Path(tmp), "") as pg_ceiling_db, \
                     fresh_store(args.compare_postgres, Path(tmp), "") as pg_stages_db:
-                results.append(("postgresql", measure(bodies, args.concurrency, pg_db, pg_ceiling_db, pg_stages_db)))
+                label = "postgresql" + (f", {args.compare_workers} workers" if args.compare_workers > 1 else "")
+                results.append((label, measure(bodies, args.concurrency, pg_db, pg_ceiling_db, pg_stages_db,
+                                               args.compare_workers)))
 
     for label, figures in results:
         report(label, figures, args.batch, args.concurrency)
