@@ -24,14 +24,13 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from faultgraph.ingest import catalogue, progress
-from faultgraph.ingest.prefixes import Prefixed, has_prefix, strip_prefix
+from faultgraph.ingest.prefixes import NO_PREFIX, Prefixed, has_prefix, strip_prefix
 from faultgraph.ingest.timestamps import as_utc, split_timestamp
 
 _CAT = catalogue.load()
 # Bytes that are not part of a word (ASCII other than letters, digits, "_") become spaces.
 _WORD_BYTES = bytes(c if c >= 128 or c == 95 or chr(c).isalnum() else 32 for c in range(256))
 _KEYWORDS = frozenset(k.encode() for r in _CAT.rules for k in r.keywords)
-_NO_PREFIX = Prefixed("")
 # Kinds a training process reports: only there does a launcher's prefix name a rank.
 _PROCESS_KINDS = frozenset({"nccl_timeout", "nccl_error", "gpu_ecc", "nvlink_error", "nic_error",
                             "train_anomaly", "job_fail"})
@@ -42,13 +41,15 @@ _RULES_BY_KEYWORD = {k: tuple(i for i, r in enumerate(_CAT.rules) if k.decode() 
 
 def parse_line(line: str, *, host: str | None = None, source: str | None = None,
                received: datetime | None = None, boot_time: datetime | None = None,
-               zone: tzinfo = UTC) -> dict[str, Any] | None:
+               zone: tzinfo = UTC, prefixed: Prefixed | None = None) -> dict[str, Any] | None:
     """The event a line describes (trailing newline ignored), or None when no rule matches.
 
     `host` is used when the line has no syslog header; `source` (e.g. "kmsg") is kept as
     `attrs.source`; `received` is the time for lines without their own (default: now);
     `boot_time` dates /dev/kmsg records; `zone` is that of stamps without one (syslog,
-    glog). Naive datetimes are taken as UTC. Raises ValueError for a line not a str.
+    glog). Naive datetimes are taken as UTC. `prefixed` is `strip_prefix(line)` when the
+    caller has it already (a record grouper keys lines by their prefix): a watchdog line's
+    prefixes then are not read twice. Raises ValueError for a line not a str.
     """
     if not isinstance(line, str):
         raise ValueError(f"a log line must be a str, not {type(line).__name__}")
@@ -60,7 +61,8 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
         return None
     candidates = sorted({i for k in _KEYWORDS.intersection(words) for i in _RULES_BY_KEYWORD[k]})
     received = as_utc(received) if received else datetime.now(UTC)
-    prefixed = strip_prefix(line) if has_prefix(line) else _NO_PREFIX
+    if prefixed is None:
+        prefixed = strip_prefix(line) if has_prefix(line) else NO_PREFIX
     time, header_host, message = split_timestamp(prefixed.text if prefixed.key else line,
                                                  received=received, boot_time=boot_time, zone=zone)
     if not prefixed.key and message is not line and has_prefix(message):

@@ -56,6 +56,10 @@ class Prefixed(NamedTuple):
     key: str = ""
 
 
+# What a line without launcher prefixes has (its text is not kept: the line itself is it).
+NO_PREFIX = Prefixed("")
+
+
 def strip_prefix(line: str) -> Prefixed:
     """`line` without the launcher prefixes it starts with (any number, any order)."""
     if _MAYBE.match(line) is None:

@@ -29,7 +29,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from faultgraph.ingest.parse import parse_line
-from faultgraph.ingest.prefixes import Prefixed, has_prefix, strip_prefix
+from faultgraph.ingest.prefixes import NO_PREFIX, Prefixed, has_prefix, strip_prefix
 from faultgraph.ingest.timestamps import split_timestamp
 
 __all__ = ["Prefixed", "Record", "RecordGrouper", "group_lines", "strip_prefix"]
@@ -121,7 +121,7 @@ class RecordGrouper:
             prefixed = strip_prefix(line)
             key, text = prefixed.key, prefixed.text
         else:
-            key, text = "", line
+            prefixed, key, text = NO_PREFIX, "", line
         out: list[Record] = []
         record = self._open.get(key)
         if record is not None:
@@ -148,7 +148,7 @@ class RecordGrouper:
                                      boot_time=boot_time)
             return out
         event = parse_line(line, host=self._host, source=self._source, received=received,
-                           boot_time=boot_time, zone=self._zone)
+                           boot_time=boot_time, zone=self._zone, prefixed=prefixed)
         if event is None:
             out.append(Record([line], [tag], "line", key))
         elif event["kind"] in _KERNEL_KINDS and self.max_lines > 1:
