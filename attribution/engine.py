@@ -32,8 +32,8 @@ GAP = timedelta(minutes=15)
 # ... unless the job reports its restarts: then only a restart, or this long, separates them.
 LONG_GAP = timedelta(hours=1)
 # A job never registered is known only from its symptoms: it counts as running on a host this
-# long either side of when its symptoms there were seen (a window holding days would
-# otherwise give a GPU's fault to every job that ever reported from its host).
+# long either side of when its symptoms there were seen (otherwise a GPU's fault would also
+# go to a job that ran on its host hours earlier in the same window).
 SEEN_NEAR = LONG_GAP
 # Hardware events this long before the hang start can still be its cause.
 LOOKBACK = timedelta(minutes=10)

@@ -178,18 +178,20 @@ def test_independent_faults_in_two_jobs_are_two_incidents(topology):
     assert incidents["j2"]["cause"] == "gpu_hbm"
 
 
-def test_a_job_seen_only_by_its_symptoms_does_not_claim_its_hosts_days_later(topology):
-    """Jobs never registered are known by the hosts their timeouts came from; a window that
-    spans days (a replayed spool, a pasted log) holds two such jobs on one host, each hit
-    by its own fault. Each fault is its own job's, not also the other job's."""
+@pytest.mark.parametrize("apart", [timedelta(minutes=90), timedelta(days=3)], ids=["within-one-live-window", "days"])
+def test_a_job_seen_only_by_its_symptoms_does_not_claim_its_hosts_later(topology, apart):
+    """Jobs never registered are known by the hosts their timeouts came from. One window
+    (a live pass's, up to the horizon and its margins; or a replay's, spanning days) holds
+    two such jobs run one after the other on the same hosts, each hit by its own fault.
+    Each fault is its own job's, not also the other job's."""
     stream = Stream()
-    for job, at in (("gpt", T0 - timedelta(days=3)), ("llama", T0)):
+    for job, at in (("gpt", T0 - apart), ("llama", T0)):
         stream.add("gpu_xid", "node0042", at, severity="critical", attrs={"xid": 79, "pci": topology.attrs("node0042/gpu3")["pci"]})
         for rank in range(64):
             stream.add("nccl_timeout", HOSTS[40 + rank // 8], at + timedelta(minutes=10), job=job, rank=rank,
                        attrs={"op": "ALLREDUCE", "seq": 808, "timeout_ms": 600000, "elapsed_ms": 600000})
     drafts = analyse(stream.sorted(), ClusterSnapshot(topology, []))
-    assert sorted((d.job, d.start, d.symptoms) for d in drafts) == [("gpt", T0 - timedelta(days=3), 64), ("llama", T0, 64)]
+    assert sorted((d.job, d.start, d.symptoms) for d in drafts) == [("gpt", T0 - apart, 64), ("llama", T0, 64)]
     assert {d.root_cause["component"] for d in drafts} == {"node0042/gpu3"}
 
 
