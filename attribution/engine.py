@@ -31,9 +31,8 @@ from faultgraph.ingest.causes import category_of
 GAP = timedelta(minutes=15)
 # ... unless the job reports its restarts: then only a restart, or this long, separates them.
 LONG_GAP = timedelta(hours=1)
-# A job never registered is known only from its symptoms: it counts as running on a host this
-# long either side of when its symptoms there were seen (otherwise a GPU's fault would also
-# go to a job that ran on its host hours earlier in the same window).
+# A job never registered is known only from its symptoms: a fault on its host this long
+# before or after them can still be its (`_seen_near`).
 SEEN_NEAR = LONG_GAP
 # Hardware events this long before the hang start can still be its cause.
 LOOKBACK = timedelta(minutes=10)
@@ -145,19 +144,26 @@ def _aer_source(event: dict[str, Any], cluster: Cluster) -> str | None:
 
 
 def _scopes(item: Item, cluster: Cluster, observed: dict[str, dict[str, list[datetime]]]) -> list[str]:
-    """The incidents an item can belong to: its job's, the jobs on its host (registered, or,
-    when the job was never registered, seen on the host in this window's symptoms within
-    `SEEN_NEAR` of the item), else its host's."""
+    """The incidents an item can belong to: its job's, the jobs on its host (registered, or
+    `_seen_near` it), else its host's."""
     if item.event.get("job"):
         return [f"job:{item.event['job']}"]
-    seen = observed.get(item.event["host"], {})
-    jobs = cluster.jobs_on(item.event["host"], item.time) or sorted(
-        job for job, (first, last) in seen.items() if first - SEEN_NEAR <= item.time <= last + SEEN_NEAR)
+    jobs = cluster.jobs_on(item.event["host"], item.time) or _seen_near(observed.get(item.event["host"], {}), item.time)
     if not jobs and item.component and cluster.topology is not None:
         if cluster.topology.type_of(item.component) == "switch":  # a fabric switch: the jobs below it
             hosts = {cluster.topology.host_of(n) for n in cluster.topology.neighbours(item.component)}
             jobs = sorted({job for host in hosts if host for job in cluster.jobs_on(host, item.time)})
     return [f"job:{job}" for job in jobs] or [f"host:{item.event['host']}"]
+
+
+def _seen_near(seen: dict[str, list[datetime]], when: datetime) -> list[str]:
+    """Of the jobs never registered seen on a host (job → [first, last] symptom there), those
+    running there at `when`: whose symptoms span it, else the closest within `SEEN_NEAR`. Jobs
+    run one after another on the same hosts, and a fault between two of them goes to the
+    nearer (a job's own fault comes minutes before its symptoms)."""
+    gaps = {job: max(first - when, when - last, timedelta(0)) for job, (first, last) in seen.items()}
+    closest = min((gap for gap in gaps.values() if gap <= SEEN_NEAR), default=None)
+    return sorted(job for job, gap in gaps.items() if gap == closest)
 
 
 def _restarts(items: Sequence[Item]) -> dict[str, list[datetime]]:

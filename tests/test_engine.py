@@ -178,7 +178,8 @@ def test_independent_faults_in_two_jobs_are_two_incidents(topology):
     assert incidents["j2"]["cause"] == "gpu_hbm"
 
 
-@pytest.mark.parametrize("apart", [timedelta(minutes=90), timedelta(days=3)], ids=["within-one-live-window", "days"])
+@pytest.mark.parametrize("apart", [timedelta(minutes=45), timedelta(minutes=90), timedelta(days=3)],
+                         ids=["back-to-back", "within-one-live-window", "days"])
 def test_a_job_seen_only_by_its_symptoms_does_not_claim_its_hosts_later(topology, apart):
     """Jobs never registered are known by the hosts their timeouts came from. One window
     (a live pass's, up to the horizon and its margins; or a replay's, spanning days) holds

@@ -81,6 +81,19 @@ def test_two_jobs_two_incidents_and_filters(client):
     assert refused.status_code == 400 and "type" in refused.json()["detail"]
 
 
+def test_jobs_run_one_after_another_on_the_same_hosts_each_keep_their_own_fault(client):
+    """Two jobs the service was never told about run on the same hosts 45 minutes apart,
+    each ended by a GPU falling off the bus, each posted and analysed as it happens: each
+    XID is its own job's, and neither opens a symptomless fault under the other job."""
+    for job, at in (("job-a", T0 - timedelta(minutes=45)), ("job-b", T0)):
+        assert client.post("/v1/events", json=gpu_falls_off(job, at=at)).json()["rejected"] == []
+        client.post("/v1/analyze")
+    incidents = client.get("/v1/incidents").json()["incidents"]
+    assert sorted((i["job"], i["type"], i["root_cause"]["component"], i["opened"]) for i in incidents) == [
+        ("job-a", "interruption", "node0042/gpu3", iso(T0 - timedelta(minutes=45)).replace("Z", ".000000Z")),
+        ("job-b", "interruption", "node0042/gpu3", iso(T0).replace("Z", ".000000Z"))]
+
+
 def test_oncall_overrides_cause_and_status(client):
     client.post("/v1/events", json=gpu_falls_off())
     client.post("/v1/analyze")
