@@ -13,14 +13,21 @@ or after `max_wait_s` of commits that never pause: the incident engine runs once
 settles rather than re-reading it between its commits, and at a steady pace under a stream;
 `settling` says a burst is still being committed (the engine's own timer waits for it too).
 The thread is a `loops.Loop` running one group per pass, stopped by a marker on the queue.
+
+A request on the event loop queues with `submit_async` and awaits a future of that loop:
+after a commit the thread hands the loop all of the group's outcomes in one call, rather
+than waking it once per request through a thread-safe future each (a storm's commit
+answers hundreds of posts). Threads queue with `submit` and block on its future.
 """
 
+import asyncio
 import logging
 import queue
 import time
+from collections import defaultdict
 from collections.abc import Callable, Sized
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 from sqlalchemy.engine import Connection, Engine
@@ -34,10 +41,27 @@ class WriterBusy(Exception):
     """The queue is full: the caller should answer 503 with Retry-After."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Batch:
     rows: Sized  # an Arrow table, or what `convert` turns into one
-    done: Future = field(default_factory=Future)
+    done: Future | None = None  # `submit`'s: a thread waits on it
+    waiter: tuple[asyncio.AbstractEventLoop, asyncio.Future] | None = None  # `submit_async`'s
+
+
+# A batch's outcome: how many of its rows were new, or why the commit failed.
+Outcome = int | Exception
+
+
+def _resolve(outcomes: list[tuple[Future | asyncio.Future, Outcome]]) -> None:
+    """Set each future (an event loop's on that loop), skipping one already done: its waiter
+    was cancelled."""
+    for future, outcome in outcomes:
+        if future.done():
+            continue
+        if isinstance(outcome, Exception):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
 
 
 # (connection, concatenated rows) → ids actually inserted
@@ -84,12 +108,22 @@ class GroupWriter:
     def submit(self, rows: Sized) -> Future:
         """Queue `rows` (an Arrow table, or a batch `convert` takes); the future resolves to
         how many of them were new (stored)."""
-        batch = _Batch(rows)
+        done: Future = Future()
+        self._put(_Batch(rows, done=done))
+        return done
+
+    def submit_async(self, rows: Sized) -> asyncio.Future:
+        """`submit` from a coroutine: the future belongs to the running event loop."""
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        self._put(_Batch(rows, waiter=(loop, waiter)))
+        return waiter
+
+    def _put(self, batch: _Batch) -> None:
         try:
             self._queue.put_nowait(batch)
         except queue.Full:
             raise WriterBusy from None
-        return batch.done
 
     def close(self) -> None:
         """Commit what is queued, then stop the thread (the queue is FIFO: the stop marker
@@ -162,21 +196,39 @@ class GroupWriter:
             self._next_seq += rows.num_rows
         except Exception as exc:  # the store failed: every waiting request must hear it
             log.exception("group commit of %d batches failed", len(group))
-            for batch in group:
-                batch.done.set_exception(exc)
+            self._settle([(batch, exc) for batch in group])
             return False
         if len(inserted) == rows.num_rows:  # the common case: every row was new
-            for batch in group:
-                batch.done.set_result(len(batch.rows))
+            self._settle([(batch, len(batch.rows)) for batch in group])
             return True
         # An id repeated across or within batches was stored once: credit its first sender.
         claimed: set[str] = set()
         ids = iter(rows.column("id").to_pylist())
+        outcomes: list[tuple[_Batch, Outcome]] = []
         for batch in group:
             accepted = 0
             for _, event_id in zip(range(len(batch.rows)), ids, strict=False):
                 if event_id in inserted and event_id not in claimed:
                     claimed.add(event_id)
                     accepted += 1
-            batch.done.set_result(accepted)
+            outcomes.append((batch, accepted))
+        self._settle(outcomes)
         return True
+
+    @staticmethod
+    def _settle(outcomes: list[tuple[_Batch, Outcome]]) -> None:
+        """Resolve each batch's future: a thread's here, an event loop's in one call per loop."""
+        threads: list[tuple[Future | asyncio.Future, Outcome]] = []
+        on_loops: dict[asyncio.AbstractEventLoop, list[tuple[Future | asyncio.Future, Outcome]]] = defaultdict(list)
+        for batch, outcome in outcomes:
+            if batch.waiter is not None:
+                loop, waiter = batch.waiter
+                on_loops[loop].append((waiter, outcome))
+            elif batch.done is not None:
+                threads.append((batch.done, outcome))
+        _resolve(threads)
+        for loop, settled in on_loops.items():
+            try:
+                loop.call_soon_threadsafe(_resolve, settled)
+            except RuntimeError:  # the loop has closed (shutdown): nobody awaits these
+                log.info("event loop closed before %d commit outcomes could be delivered", len(settled))

@@ -1,6 +1,7 @@
 """Hostile input: schemathesis over the service's own OpenAPI, and hand-written attacks.
 None may get a 5xx; what is stored must come back exactly as sent."""
 
+import asyncio
 import json
 import socket
 import threading
@@ -241,6 +242,44 @@ def test_writer_survives_a_store_outage(tmp_path):
         writer.submit(pa.table({"id": ["lost"]})).result(timeout=30)
     assert writer.submit(pa.table({"id": ["kept"]})).result(timeout=30) == 1
     assert seen_seq == [[10]]
+    writer.close()
+    engine.dispose()
+
+
+def test_writer_answers_coroutines_on_their_loop_and_skips_a_cancelled_one(tmp_path):
+    """`submit_async`: a group's outcomes reach the event loop together; a request that went
+    away (its await cancelled) neither loses its rows nor stops the others' answers, and a
+    failed commit reaches every coroutine waiting on it."""
+    engine = store.make_engine(f"duckdb:///{tmp_path / 'a.duckdb'}")
+    release = threading.Event()
+    committed: list[list[str]] = []
+
+    def held_insert(conn, rows: pa.Table) -> list[str]:
+        release.wait(timeout=30)
+        ids = rows.column("id").to_pylist()
+        if "broken" in ids:
+            raise OSError("No space left on device")
+        committed.append(ids)
+        return ids
+
+    writer = GroupWriter(engine, held_insert, first_seq=1, max_queue=8, max_group_rows=100)
+
+    async def storm() -> list:
+        first = writer.submit_async(pa.table({"id": ["first"]}))  # taken at once; the insert holds
+        while writer.depth:
+            await asyncio.sleep(0.01)
+        waiters = [writer.submit_async(pa.table({"id": [f"b{i}"]})) for i in range(3)]
+        waiters[1].cancel()  # its client went away
+        release.set()
+        answers = await asyncio.wait_for(asyncio.gather(first, waiters[0], waiters[2]), timeout=30)
+        broken = writer.submit_async(pa.table({"id": ["broken"]}))
+        with pytest.raises(OSError):
+            await broken
+        return answers
+
+    assert asyncio.run(storm()) == [1, 1, 1]
+    assert committed == [["first"], ["b0", "b1", "b2"]]  # one group, the cancelled post's row too
+    assert writer.submit(pa.table({"id": ["after"]})).result(timeout=30) == 1
     writer.close()
     engine.dispose()
 

@@ -1,6 +1,5 @@
 """Routes of the event timeline: `POST /v1/events`, `GET /v1/events`."""
 
-import asyncio
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -60,11 +59,11 @@ async def store_events(ingest: Ingest, principal: Principal | None, body: bytes,
         beats = [event for event in decoded.valid if service.is_beat(event)]
         rows = [event for event in decoded.valid if not service.is_beat(event)] if beats else decoded.valid
         try:
-            future = ingest.writer.submit(service.Pending(rows, datetime.now(UTC), beats))
+            future = ingest.writer.submit_async(service.Pending(rows, datetime.now(UTC), beats))
         except WriterBusy:
             raise HTTPException(503, "ingest queue is full; retry later", headers={"Retry-After": "1"}) from None
         try:
-            accepted = await asyncio.wrap_future(future) + len(beats)  # a beat is kept as state
+            accepted = await future + len(beats)  # a beat is kept as state
         except Exception:
             raise HTTPException(503, "the store could not commit this batch; retry", headers={"Retry-After": "5"}) from None
         if beats:
