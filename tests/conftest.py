@@ -45,6 +45,14 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int, *, main_thread: bool = False) -> float:
+    """User + system CPU time a process has used so far (fields 14 and 15 of /proc/PID/stat):
+    all its threads, or only its main thread (a server's event loop)."""
+    stat = f"/proc/{pid}/task/{pid}/stat" if main_thread else f"/proc/{pid}/stat"
+    fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def child_pids(pid: int) -> list[int]:
     """A server's worker processes (`serve --workers`); none for a single process."""
     return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]

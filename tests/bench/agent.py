@@ -23,16 +23,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.append(str(Path(__file__).resolve().parent))
 
-from conftest import start_server  # noqa: E402
+from conftest import cpu_seconds, start_server  # noqa: E402
 from parse import QUIET  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (fields 14 and 15 of /proc/PID/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def fault_line(i: int, when: datetime) -> str:

@@ -30,7 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conftest import child_pids, free_port, peak_rss_mib, start_server  # noqa: E402
+from conftest import child_pids, cpu_seconds, free_port, peak_rss_mib, start_server  # noqa: E402
 
 from faultgraph.ingest.agent.lines import Line, event_id  # noqa: E402
 from faultgraph.ingest.parse import parse_line  # noqa: E402
@@ -75,11 +75,12 @@ def agent_batches(scenario) -> list[list[dict]]:
             event = parse_line(record["line"], host=record["host"], source=record["source"],
                                received=datetime.fromisoformat(record["time"].replace("Z", "+00:00")))
             stream = (record["host"], record["source"])
-            line = Line(record["line"], f"bench:{record['source']}", str(offsets[stream]), resume="")
+            offset = offsets[stream]
             offsets[stream] += len(record["line"].encode()) + 1
             if event is None:
                 continue
             event["time"] = event["time"].isoformat()
+            line = Line(record["line"], f"bench:{record['source']}", str(offset), resume="")
             event["id"] = event_id(host=record["host"], line=line)
         else:
             event = record["event"]
@@ -130,13 +131,10 @@ def client_process(url: str, path: str, bodies: list[bytes], go: mp.Event, out: 
     out.put(asyncio.run(run()))
 
 
-def cpu_seconds(pid: int, *, loop_only: bool = False) -> float:
-    """User + system CPU a server has used so far: all its threads, or (`loop_only`) only
-    its main thread, the event loop that answers requests; and its workers' with `--workers`."""
-    stat = f"/proc/{pid}/task/{pid}/stat" if loop_only else f"/proc/{pid}/stat"
-    fields = Path(stat).read_text().rsplit(")", 1)[1].split()
-    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return own + sum(cpu_seconds(child, loop_only=loop_only) for child in child_pids(pid))
+def server_cpu(pid: int, *, loop_only: bool = False) -> float:
+    """CPU a server has used so far: all its threads, or (`loop_only`) only its main thread,
+    the event loop that answers requests; and its workers' with `--workers`."""
+    return cpu_seconds(pid, main_thread=loop_only) + sum(server_cpu(child, loop_only=loop_only) for child in child_pids(pid))
 
 
 def blast(url: str, path: str, bodies: list[bytes], clients: int, pid: int) -> dict:
@@ -148,10 +146,10 @@ def blast(url: str, path: str, bodies: list[bytes], clients: int, pid: int) -> d
     for proc in procs:
         proc.start()
     time.sleep(1.0)  # let every client import and get to the start line
-    cpu, loop = cpu_seconds(pid), cpu_seconds(pid, loop_only=True)
+    cpu, loop = server_cpu(pid), server_cpu(pid, loop_only=True)
     go.set()
     results = [out.get(timeout=300) for _ in procs]
-    cpu, loop = cpu_seconds(pid) - cpu, cpu_seconds(pid, loop_only=True) - loop
+    cpu, loop = server_cpu(pid) - cpu, server_cpu(pid, loop_only=True) - loop
     for proc in procs:
         proc.join()
     sent = min(r[0] for r in results)
