@@ -26,8 +26,6 @@ from math import exp, log
 from statistics import median
 
 import numpy as np
-import ruptures
-from scipy.ndimage import median_filter
 
 from faultgraph.attribution.placement import Placement
 from faultgraph.attribution.topology import Topology, id_host, link_id
@@ -119,6 +117,8 @@ def _segments(values: np.ndarray) -> list[tuple[int, int]]:
     # Jitter scale from successive differences (robust to the level shifts themselves).
     diffs = np.diff(values)
     sigma = max(1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / np.sqrt(2), 0.004)
+    import ruptures  # deferred, as `episodes` says why
+
     algo = ruptures.Pelt(model="l2", min_size=MIN_SEGMENT, jump=1).fit(values.reshape(-1, 1))
     ends = algo.predict(pen=PENALTY * sigma * sigma * log(n))
     starts = [0, *ends[:-1]]
@@ -131,6 +131,11 @@ def episodes(samples: Sequence[Sample]) -> list[Episode]:
     usable = samples[WARMUP:] if len(samples) > WARMUP + 2 * MIN_SEGMENT else []
     if not usable:
         return []
+    # Imported here, not at the top: ruptures and scipy take 1.5 s to import on a 2-core
+    # machine, which every server start and every `faultgraph` command would otherwise pay
+    # for a detector that runs only once a job reports its steps.
+    from scipy.ndimage import median_filter
+
     raw = np.log(np.maximum([s.ms for s in usable], 1e-3))
     smooth = median_filter(raw, size=SPIKE_FILTER, mode="nearest")
     # Per-step jitter: a segment's median must stand NOISE_Z standard errors above the
