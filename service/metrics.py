@@ -83,7 +83,11 @@ class Metrics:
 
     def host_class(self, host: str) -> str:
         """The host's class, bounded to MAX_HOST_CLASSES distinct values."""
-        name = re.sub(TRAILING_NUMBER, "", host) or "numeric"
+        return self._bounded(re.sub(TRAILING_NUMBER, "", host))
+
+    def _bounded(self, name: str) -> str:
+        """A class name as counted: "numeric" for none, "other" past MAX_HOST_CLASSES."""
+        name = name or "numeric"
         if name not in self._classes:
             if len(self._classes) >= MAX_HOST_CLASSES:
                 return "other"
@@ -96,7 +100,7 @@ class Metrics:
             classes = pc.replace_substring_regex(rows.column("host"), TRAILING_NUMBER, "")
             counts = pa.table({"kind": rows.column("kind"), "host_class": classes}).group_by(["kind", "host_class"]).aggregate([([], "count_all")])
             for kind, cls, n in zip(*(counts.column(name).to_pylist() for name in ("kind", "host_class", "count_all")), strict=True):
-                self.ingested.labels(kind, self.host_class(cls or "numeric")).inc(n)
+                self.ingested.labels(kind, self._bounded(cls)).inc(n)
 
     def observe_batch(self, valid: int, rejected: list[dict], body: bytes, duplicates: int) -> None:
         """Count one posted batch's size, rejects and duplicates."""

@@ -6,12 +6,15 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import yaml
 from conftest import free_port, serve_in_process
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from test_incidents_api import T0, gpu_falls_off
 
 from faultgraph.attribution.checkpoint import daly
+from faultgraph.service.metrics import Metrics
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 
@@ -78,6 +81,28 @@ def test_ingest_incidents_and_reliability_metrics(client):
                                      "job": "llama", "attrs": {"step": 200, "duration_s": 120.0}}])
     interval = value(scrape(client), "faultgraph_checkpoint_interval_minutes")
     assert math.isclose(interval, daly(save_minutes=2, mtbf_minutes=mtbf * 60))
+
+
+def test_ingested_rows_are_counted_by_kind_and_host_class():
+    """A host's class is its name without the trailing number, taken off once, for stored
+    events as for rejected ones (`rack1-12` is `rack1`, not `rack`); a host that is all
+    digits is `numeric`."""
+    rows = 30
+    hosts = ["node0042", "rack1-12", "10017"]
+    table = pa.table({"kind": ["gpu_xid" if i % 2 else "nccl_timeout" for i in range(rows)],
+                      "host": [hosts[i % 3] for i in range(rows)]})
+    metrics = Metrics()
+    metrics.observe_rows(table)
+    counted = {(sample.labels["kind"], sample.labels["host_class"]): sample.value
+               for family in text_string_to_metric_families(generate_latest(metrics.registry).decode())
+               if family.name == "faultgraph_events_ingested" for sample in family.samples
+               if sample.name.endswith("_total")}
+    expected: dict[tuple[str, str], float] = {}
+    for i in range(rows):
+        key = ("gpu_xid" if i % 2 else "nccl_timeout", {0: "node", 1: "rack1", 2: "numeric"}[i % 3])
+        expected[key] = expected.get(key, 0) + 1
+    assert counted == expected
+    assert metrics.host_class("rack1-12") == "rack1"
 
 
 def test_empty_store_has_no_mtbf_yet(client):
