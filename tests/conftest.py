@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 from fastapi import FastAPI
-from fastapi.testclient import TestClient
 
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from fastapi.testclient import TestClient
     from sqlalchemy.engine import Engine
 
 REFERENCE_DATA = Path(__file__).resolve().parent / "data" / "reference"  # sources in its README
@@ -120,7 +120,7 @@ class InProcessServer:
 
     db_url: str
     app: FastAPI
-    client: TestClient
+    client: "TestClient"
     _env: pytest.MonkeyPatch
 
     def stop(self) -> None:
@@ -136,6 +136,10 @@ def serve_in_process(db_url: str, *, env: dict[str, str] | None = None) -> InPro
     read from the environment plus `env` (kept set until `stop`, as the service reads some
     when it starts its loops), the app's lifespan started. Errors come back as the 500 a
     real server would send, not raised into the test."""
+    # Imported here, not at the top: the benchmarks import this module's process helpers, and
+    # Starlette 1.x warns on importing its TestClient beside httpx (pytest filters that).
+    from fastapi.testclient import TestClient
+
     from faultgraph.service.app import create_app
     from faultgraph.service.config import Settings
 
@@ -248,7 +252,7 @@ def server(db_url: str) -> Iterator[InProcessServer]:
 
 
 @pytest.fixture
-def client(server: InProcessServer) -> TestClient:
+def client(server: InProcessServer) -> "TestClient":
     return server.client
 
 
