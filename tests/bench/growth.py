@@ -1,7 +1,8 @@
 """Growth benchmark: a 2,048-host cluster's stream filled into one store over HTTP, engine
 live, measuring whether ingest, memory and queries stay flat as the store grows.
 
-    python tests/bench/growth.py [--events 5000000] [--noise 0.02] [--checkpoint 500000] [--samples 45] [--db URL]
+    python tests/bench/growth.py [--events 5000000] [--noise 0.02] [--checkpoint 500000] [--samples 45]
+                                 [--db URL [--reference-db URL]]
 
 The stream is what today's agent sends: every host's `ok` heartbeat each 15 s of cluster
 time, plus a `--noise` fraction of correctable-error events (NIC symbol errors, GPU SBE,
@@ -12,6 +13,15 @@ queries (`--samples` of each): one host's hour, one component's events, the whol
 cluster's last hour (GET /v1/events, limit 1000). At the end: the ratios to the
 100,000-event figures (targets: ingest ≥ 0.8, query p50 ≤ 1.5, RSS < 1 GiB throughout), the
 restart time (< 10 s), rows stored and bytes on disk per stored and per posted event.
+
+The small store's p50s measured minutes before the large one's drift with the machine
+(4.0 and 5.8 ms for the same component query in two runs of one morning), so a second
+server keeps a reference store of the stream's first 100,000 events, and at every
+checkpoint the two are asked in turn, query by query: the end's ratio to the reference is
+printed beside the ratio to the first checkpoint. At the first checkpoint the two stores
+hold the same events, so their p50s there show the method's own noise. The reference is a
+fresh DuckDB file by default; with `--db`, `--reference-db` names an empty database of the
+same backend (without it there is no reference).
 """
 
 import argparse
@@ -88,24 +98,26 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def query_p50(client: httpx.Client, until: datetime, samples: int) -> dict[str, float]:
-    """p50 ms of a host's hour, a component's events, and the cluster's last hour."""
+def query_p50s(stores: list[tuple[httpx.Client, datetime]], samples: int) -> list[dict[str, float]]:
+    """For each (client, the store's last event time): p50 ms of a host's hour, a component's
+    events, and the cluster's last hour. The stores are asked in turn, query by query, the
+    same host and component of each, so that their p50s share the machine's moment."""
     rng = random.Random(5)
-    timings: dict[str, list[float]] = {"host-hour": [], "component": [], "cluster-hour": []}
-    span = max(1.0, (until - START).total_seconds() - 3600)
+    timings: list[dict[str, list[float]]] = [{"host-hour": [], "component": [], "cluster-hour": []} for _ in stores]
     for _ in range(samples):
-        host = f"node{rng.randrange(HOSTS):04d}"
-        since = START + timedelta(seconds=rng.random() * span)
-        queries = {
-            "host-hour": {"host": host, "since": since.isoformat(), "until": (since + timedelta(hours=1)).isoformat()},
-            "component": {"component": f"{host}/gpu{rng.randrange(8)}"},
-            "cluster-hour": {"since": (until - timedelta(hours=1)).isoformat(), "until": until.isoformat()},
-        }
-        for name, params in queries.items():
-            started = time.perf_counter()
-            client.get("/v1/events", params={**params, "limit": 1000}).raise_for_status()
-            timings[name].append(1000 * (time.perf_counter() - started))
-    return {name: statistics.median(values) for name, values in timings.items()}
+        host, gpu, at = f"node{rng.randrange(HOSTS):04d}", rng.randrange(8), rng.random()
+        for (client, until), times in zip(stores, timings, strict=True):
+            since = START + timedelta(seconds=at * max(1.0, (until - START).total_seconds() - 3600))
+            queries = {
+                "host-hour": {"host": host, "since": since.isoformat(), "until": (since + timedelta(hours=1)).isoformat()},
+                "component": {"component": f"{host}/gpu{gpu}"},
+                "cluster-hour": {"since": (until - timedelta(hours=1)).isoformat(), "until": until.isoformat()},
+            }
+            for name, params in queries.items():
+                started = time.perf_counter()
+                client.get("/v1/events", params={**params, "limit": 1000}).raise_for_status()
+                times[name].append(1000 * (time.perf_counter() - started))
+    return [{name: statistics.median(values) for name, values in times.items()} for times in timings]
 
 
 def disk_bytes(db_url: str) -> tuple[int, int]:
@@ -124,6 +136,16 @@ def disk_bytes(db_url: str) -> tuple[int, int]:
     return size, rows
 
 
+def bodies_until(events, count: int, batch: int) -> tuple[list[bytes], datetime]:
+    """The next `count` events of the stream as posted bodies, and the last one's time."""
+    bodies, last = [], START
+    for first in range(0, count, batch):
+        chunk = [next(events) for _ in range(min(batch, count - first))]
+        last = datetime.fromisoformat(chunk[-1]["time"])
+        bodies.append(orjson.dumps(chunk))
+    return bodies, last
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=5_000_000)
@@ -132,6 +154,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--db", help="database URL (default: a fresh DuckDB file)")
+    parser.add_argument("--reference-db", help="an empty database for the reference store of the first 100,000 events "
+                                               "(default: a fresh DuckDB file, or none when --db is given)")
     parser.add_argument("--samples", type=int, default=45,
                         help="queries of each kind per checkpoint (15 let one run's first p50 alone decide a ratio)")
     args = parser.parse_args()
@@ -142,29 +166,34 @@ def main() -> None:
     events = stream(args.noise)
     with tempfile.TemporaryDirectory() as tmp:
         db_url = args.db or f"duckdb:///{Path(tmp) / 'growth.duckdb'}"
+        reference_url = args.reference_db or (None if args.db else f"duckdb:///{Path(tmp) / 'reference.duckdb'}")
+        reference = start_server(reference_url) if reference_url else None
         started = time.perf_counter()
         server = start_server(db_url)
         first_start = time.perf_counter() - started
         rows: list[dict] = []
         posted, peak, last_time = 0, 0.0, START
         try:
+            if reference is not None:
+                reference_bodies, reference_until = bodies_until(stream(args.noise), marks[0], args.batch)
+                asyncio.run(post(reference.url, reference_bodies, args.concurrency))
             for mark in marks:
-                bodies = []
-                while posted < mark:
-                    batch = [next(events) for _ in range(min(args.batch, mark - posted))]
-                    posted += len(batch)
-                    last_time = datetime.fromisoformat(batch[-1]["time"])
-                    bodies.append(orjson.dumps(batch))
+                bodies, last_time = bodies_until(events, mark - posted, args.batch)
+                posted = mark
                 started = time.perf_counter()
                 asyncio.run(post(server.url, bodies, args.concurrency))
                 elapsed = time.perf_counter() - started
                 size = sum(len(orjson.loads(b)) for b in bodies)
-                queries = query_p50(server.client, last_time, args.samples)
+                stores = [(server.client, last_time)] + ([(reference.client, reference_until)] if reference else [])
+                queries, *alongside = query_p50s(stores, args.samples)
                 rss = rss_mib(server.process.pid)
                 peak = max(peak, peak_rss_mib(server.process.pid))
-                rows.append({"posted": posted, "rate": size / elapsed, "rss": rss, "peak": peak, **queries})
+                rows.append({"posted": posted, "rate": size / elapsed, "rss": rss, "peak": peak, **queries,
+                             "reference": alongside[0] if alongside else None})
                 print(f"{posted:>10,} posted  {size / elapsed:>8,.0f} events/s  RSS {rss:>5,.0f} MiB (peak {peak:,.0f})  "
-                      + "  ".join(f"{name} {ms:.1f} ms" for name, ms in queries.items()), flush=True)
+                      + "  ".join(f"{name} {ms:.1f} ms" for name, ms in queries.items())
+                      + (f"  (reference {' / '.join(f'{ms:.1f}' for ms in alongside[0].values())} ms)" if alongside else ""),
+                      flush=True)
             server.stop()
             size, stored = disk_bytes(db_url)
             started = time.perf_counter()
@@ -172,12 +201,17 @@ def main() -> None:
             restart = time.perf_counter() - started
         finally:
             server.stop()
+            if reference is not None:
+                reference.stop()
     first, last = rows[0], rows[-1]
     print(f"cluster time covered        {(last_time - START).total_seconds() / 3600:.1f} h of {HOSTS:,} hosts "
           f"(heartbeat each {BEAT_S} s, noise {args.noise:.0%})")
     print(f"ingest at end / at 100k     {last['rate'] / first['rate']:.2f}  (target ≥ 0.8)")
     for name in ("host-hour", "component", "cluster-hour"):
-        print(f"{name:<12} p50 end/100k  {last[name] / first[name]:.2f}  ({first[name]:.1f} → {last[name]:.1f} ms; target ≤ 1.5)")
+        alongside = last["reference"]
+        print(f"{name:<12} p50 end/100k  {last[name] / first[name]:.2f}  ({first[name]:.1f} → {last[name]:.1f} ms)"
+              + (f";  end / reference asked in turn {last[name] / alongside[name]:.2f} ({alongside[name]:.1f} ms)" if alongside else "")
+              + "  (target ≤ 1.5)")
     print(f"server peak RSS             {peak:,.0f} MiB  (target < 1,024)")
     print(f"restart                     {restart:.1f} s  (target < 10 s; first start on the empty store {first_start:.1f} s)")
     print(f"events stored               {stored:,} of {last['posted']:,} posted")
