@@ -17,7 +17,7 @@ restart time (< 10 s), rows stored and bytes on disk per stored and per posted e
 The small store's p50s measured minutes before the large one's drift with the machine
 (4.0 and 5.8 ms for the same component query in two runs of one morning), so a second
 server keeps a reference store of the stream's first 100,000 events, and at every
-checkpoint the two are asked in turn, query by query: the end's ratio to the reference is
+checkpoint the two are asked in turn, sample by sample: the end's ratio to the reference is
 printed beside the ratio to the first checkpoint. At the first checkpoint the two stores
 hold the same events, so their p50s there show the method's own noise. The reference is a
 fresh DuckDB file by default; with `--db`, `--reference-db` names an empty database of the
@@ -100,7 +100,7 @@ def rss_mib(pid: int) -> float:
 
 def query_p50s(stores: list[tuple[httpx.Client, datetime]], samples: int) -> list[dict[str, float]]:
     """For each (client, the store's last event time): p50 ms of a host's hour, a component's
-    events, and the cluster's last hour. The stores are asked in turn, query by query, the
+    events, and the cluster's last hour. The stores are asked in turn, sample by sample, the
     same host and component of each, so that their p50s share the machine's moment."""
     rng = random.Random(5)
     timings: list[dict[str, list[float]]] = [{"host-hour": [], "component": [], "cluster-hour": []} for _ in stores]
