@@ -179,11 +179,10 @@ def main() -> None:
                 asyncio.run(post(reference.url, reference_bodies, args.concurrency))
             for mark in marks:
                 bodies, last_time = bodies_until(events, mark - posted, args.batch)
-                posted = mark
+                size, posted = mark - posted, mark
                 started = time.perf_counter()
                 asyncio.run(post(server.url, bodies, args.concurrency))
                 elapsed = time.perf_counter() - started
-                size = sum(len(orjson.loads(b)) for b in bodies)
                 stores = [(server.client, last_time)] + ([(reference.client, reference_until)] if reference else [])
                 queries, *alongside = query_p50s(stores, args.samples)
                 rss = rss_mib(server.process.pid)
