@@ -23,8 +23,13 @@ def scrape(client) -> dict[str, dict[tuple, float]]:
     """family name → {sorted label items (plus the sample's suffix) → value}."""
     response = client.get("/metrics")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    return families_of(response.text)
+
+
+def families_of(exposition: str) -> dict[str, dict[tuple, float]]:
+    """An exposition's samples as `scrape` gives them."""
     families = {}
-    for family in text_string_to_metric_families(response.text):
+    for family in text_string_to_metric_families(exposition):
         samples = families.setdefault(family.name, {})
         for sample in family.samples:
             samples[(sample.name, *sorted(sample.labels.items()))] = sample.value
@@ -93,10 +98,9 @@ def test_ingested_rows_are_counted_by_kind_and_host_class():
                       "host": [hosts[i % 3] for i in range(rows)]})
     metrics = Metrics()
     metrics.observe_rows(table)
-    counted = {(sample.labels["kind"], sample.labels["host_class"]): sample.value
-               for family in text_string_to_metric_families(generate_latest(metrics.registry).decode())
-               if family.name == "faultgraph_events_ingested" for sample in family.samples
-               if sample.name.endswith("_total")}
+    ingested = families_of(generate_latest(metrics.registry).decode())["faultgraph_events_ingested"]
+    counted = {(labels["kind"], labels["host_class"]): count for (sample, *items), count in ingested.items()
+               if sample.endswith("_total") for labels in [dict(items)]}
     expected: dict[tuple[str, str], float] = {}
     for i in range(rows):
         key = ("gpu_xid" if i % 2 else "nccl_timeout", {0: "node", 1: "rack1", 2: "numeric"}[i % 3])
