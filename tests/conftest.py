@@ -121,21 +121,20 @@ class InProcessServer:
     db_url: str
     app: FastAPI
     client: "TestClient"
-    _env: pytest.MonkeyPatch
 
     def stop(self) -> None:
         """Run the app's shutdown (writer drained, loops stopped, store closed)."""
-        try:
-            self.client.__exit__(None, None, None)
-        finally:
-            self._env.undo()
+        self.client.__exit__(None, None, None)
 
 
 def serve_in_process(db_url: str, *, env: dict[str, str] | None = None) -> InProcessServer:
     """What `faultgraph serve --db db_url` on 127.0.0.1 runs, in this process: the settings
-    read from the environment plus `env` (kept set until `stop`, as the service reads some
-    when it starts its loops), the app's lifespan started. Errors come back as the 500 a
-    real server would send, not raised into the test."""
+    read from the environment, with `env` (`FAULTGRAPH_*` names) over them, the app's lifespan
+    started. `env` is handed to the settings, not set in the process's environment: other
+    threads (a test's webhook receiver, the app's loops) read the environment meanwhile, and
+    under libfaketime every clock read does, so setting it while they run crashed the
+    interpreter. Errors come back as the 500 a real server would send, not raised into the
+    test."""
     # Imported here, not at the top: the benchmarks import this module's process helpers, and
     # Starlette 1.x warns on importing its TestClient beside httpx (pytest filters that).
     from fastapi.testclient import TestClient
@@ -143,17 +142,10 @@ def serve_in_process(db_url: str, *, env: dict[str, str] | None = None) -> InPro
     from faultgraph.service.app import create_app
     from faultgraph.service.config import Settings
 
-    patch = pytest.MonkeyPatch()
-    for name, value in (env or {}).items():
-        patch.setenv(name, value)
-    try:
-        app = create_app(Settings(db_url=db_url), open_without_tokens=True)
-        client = TestClient(app, raise_server_exceptions=False)
-        client.__enter__()
-    except BaseException:
-        patch.undo()
-        raise
-    return InProcessServer(db_url, app, client, patch)
+    app = create_app(Settings(db_url=db_url, **(env or {})), open_without_tokens=True)
+    client = TestClient(app, raise_server_exceptions=False)
+    client.__enter__()
+    return InProcessServer(db_url, app, client)
 
 
 DEFAULT_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
