@@ -145,6 +145,9 @@ def test_reposting_is_idempotent_with_and_without_ids(client):
     within = client.post("/v1/events", json=[event(kind="gpu_ecc")] * 3).json()
     assert within == {"accepted": 1, "duplicates": 2, "rejected": []}
     assert len(client.get("/v1/events").json()["events"]) == 4
+    # the same instant written with another offset is the same event
+    shifted = client.post("/v1/events", json=[event(kind="gpu_ecc", time="2026-11-29T09:00:00.123456+01:00")]).json()
+    assert shifted == {"accepted": 0, "duplicates": 1, "rejected": []}
 
 
 def test_body_forms_ndjson_and_object(client):
@@ -162,6 +165,7 @@ def test_body_forms_ndjson_and_object(client):
         (b"[1, 2", 400, "not valid JSON"),
         (b"", 400, "empty body"),
         (b"42", 400, "expected a JSON array"),
+        (b"null", 400, "expected a JSON array"),
         (b'{"events": 5}', 400, '"events" must be'),
     ],
 )

@@ -168,6 +168,24 @@ def test_raw_identifiers_resolve_on_ingest(server: InProcessServer, small: dict)
         assert stored_component(server, event) == component, event
 
 
+def test_event_filter_takes_any_name_a_component_answers_to(server: InProcessServer, small: dict) -> None:
+    put(server, small)
+    nic = next(c for c in small["components"] if c["id"] == "node0003/nic6")
+    leaf = next(lk["b"] if lk["a"] == "node0003/nic6" else lk["a"] for lk in small["links"]
+                if "node0003/nic6" in (lk["a"], lk["b"]) and lk["type"] == "ib")
+    flapped = {"time": T0, "host": "node0003", "kind": "nic_link", "attrs": {"device": nic["attrs"]["device"], "state": "down"}}
+    on_link = {"time": T0, "host": "node0003", "kind": "nic_error", "component": f"{leaf}~node0003/nic6", "attrs": {"count": 1}}
+    assert server.client.post("/v1/events", json=[flapped, on_link]).json()["accepted"] == 2
+
+    def found(component: str) -> list[str]:
+        return [e["kind"] for e in server.client.get("/v1/events", params={"component": component}).json()["events"]]
+
+    assert found("node0003/nic6") == ["nic_link"]
+    assert found(f"node0003/{nic['attrs']['device']}") == ["nic_link"]  # the device name
+    assert found(f"node0003/nic6~{leaf}") == found(f"{leaf}~node0003/nic6") == ["nic_error"]  # either order
+    assert found("node0003/nic99") == []  # unknown to the topology: matched as given
+
+
 def test_restart_keeps_the_topology(db_url: str, small: dict) -> None:
     server = serve_in_process(db_url)
     try:

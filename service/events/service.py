@@ -114,7 +114,8 @@ def decode(body: bytes, *, content_type: str = "", max_events: int) -> Decoded:
         if whole is not None and not isinstance(whole, dict):
             raise BodyError("expected a JSON array of events, {\"events\": [...]}, or NDJSON")
         if whole is None and b"\n" not in stripped.rstrip():
-            raise BodyError("body is not valid JSON")
+            raise BodyError("body is not valid JSON" if stripped.rstrip() != b"null" else
+                            "expected a JSON array of events, {\"events\": [...]}, or NDJSON, not null")
     lines = [line for line in body.splitlines() if line.strip()]
     _check_count(len(lines), max_events)
     items = []
@@ -150,7 +151,11 @@ def _check_count(count: int, max_events: int) -> None:
 
 
 def content_id(event: dict) -> str:
-    """A stable id from the event's content, so a retried batch without ids is stored once."""
+    """A stable id from the event's content, so a retried batch without ids is stored once;
+    the time counts as the instant it names, however its offset was written (a UTC time
+    hashes as it always has, so ids stored by earlier releases stay the same)."""
+    if event["time"].utcoffset():
+        event = {**event, "time": event["time"].astimezone(UTC)}
     digest = hashlib.blake2b(orjson.dumps(event, option=orjson.OPT_SORT_KEYS), digest_size=16)
     return "e-" + digest.hexdigest()
 

@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.auth.models import Principal
 from faultgraph.service.auth.service import reject_foreign_hosts
-from faultgraph.service.deps import EngineDep, Ingest, IngestDep
+from faultgraph.service.deps import ClusterDep, EngineDep, Ingest, IngestDep
 from faultgraph.service.events import service
 from faultgraph.service.events.models import EventList
 from faultgraph.service.http import parse_time, read_body, request_body, split_list
@@ -95,6 +95,7 @@ async def post_events(request: Request, ingest: IngestDep) -> JSONResponse:
 @router.get("/events", dependencies=[Depends(require("reader"))])
 def get_events(
     engine: EngineDep,
+    cluster: ClusterDep,
     since: str | None = None,
     until: str | None = None,
     host: Annotated[list[str] | None, Query()] = None,
@@ -104,13 +105,15 @@ def get_events(
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
     cursor: str | None = None,
 ) -> dict:
-    """Events in time order, filtered, one page at a time (`next` is the following cursor)."""
+    """Events in time order, filtered, one page at a time (`next` is the following cursor).
+    A component may be named as anything it answers to (`node/mlx5_2`, a link's ends in
+    either order): stored events carry the canonical id the resolver gave them."""
     flt = service.EventFilter(
         since=parse_time(since, "since"),
         until=parse_time(until, "until"),
         hosts=split_list(host),
         kinds=split_list(kind),
-        component=component,
+        component=component and (cluster.resolver.canonical(component) or component),
         job=job,
     )
     try:
