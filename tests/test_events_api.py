@@ -136,6 +136,22 @@ def test_mixed_batch_keeps_the_good_events(client):
     assert times == {"good-1": T0, "good-2": "2026-11-29T06:00:01.000000Z", "good-3": "2025-11-29T08:00:00.500000Z"}
 
 
+@pytest.mark.parametrize("form", ["array", "object", "ndjson"])
+def test_a_number_the_store_cannot_hold_is_refused_with_its_event_alone(client, form):
+    """Beside another bad event (so the batch is validated one event at a time), an integer
+    past 64 bits is refused by name, not stored as a float, and the good event is kept."""
+    items = [event(id=f"{form}-good"), {"time": T0, "host": "node0042", "kind": "no_such_kind"},
+             event(kind="host_kernel", id=f"{form}-big", attrs={"text": "x", "n": 2**64})]
+    encoded = [json.dumps(item).encode() for item in items]
+    body = {"array": b"[" + b",".join(encoded) + b"]", "object": b'{"events": [' + b",".join(encoded) + b"]}",
+            "ndjson": b"\n".join(encoded)}[form]
+    kind = "application/x-ndjson" if form == "ndjson" else "application/json"
+    answer = client.post("/v1/events", content=body, headers={"content-type": kind}).json()
+    assert answer["accepted"] == 1
+    assert "attrs.n is an integer outside 64 bits" in {r["index"]: r["error"] for r in answer["rejected"]}[2]
+    assert [e["id"] for e in client.get("/v1/events").json()["events"]] == [f"{form}-good"]
+
+
 def test_reposting_is_idempotent_with_and_without_ids(client):
     with_id = [event(id="abc")]
     without_id = [event(kind="nic_link"), event(kind="host_oom")]
