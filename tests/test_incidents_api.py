@@ -315,6 +315,24 @@ def test_what_a_job_rode_out_is_no_incident_and_idle_hardware_is_a_fault(client)
     assert mtbf["interruptions"] == 0
 
 
+def test_an_xid_posted_without_severity_weighs_as_its_code_says(client):
+    """A monitor that posts the envelope itself, with no severity: Xid 79 is critical by its
+    catalogue entry (as the agent's parse of the line makes it), so the idle GPU is a fault
+    and listed faulty; a video engine's Xid 82 stays a warning and opens nothing."""
+    with_job(client)
+    pci = attrs_of("node0015/gpu6")["pci"]
+    posted = [{"time": iso(T0), "host": "node0014", "kind": "gpu_xid", "attrs": {"xid": 82, "pci": attrs_of("node0014/gpu1")["pci"]}},
+              {"time": iso(T0), "host": "node0015", "kind": "gpu_xid", "attrs": {"xid": 79, "pci": pci}}]
+    assert client.post("/v1/events", json=posted).json()["accepted"] == 2
+    stored = {e["attrs"]["xid"]: e["severity"] for e in client.get("/v1/events", params={"kind": "gpu_xid"}).json()["events"]}
+    assert stored == {82: "warning", 79: "critical"}
+    client.post("/v1/analyze")
+    incident = only_incident(client)
+    assert incident["type"] == "fault" and incident["root_cause"]["component"] == "node0015/gpu6"
+    faulty = client.get("/v1/components", params={"state": "faulty"}).json()["components"]
+    assert [c["component"] for c in faulty] == ["node0015/gpu6"]
+
+
 def test_a_gpu_that_did_not_come_back_after_the_reboot_stays_one_incident(client):
     """Live, in two passes: node0005 hung (heartbeat lost, its ranks silent) and the first
     pass can only blame the host. After its reboot the driver cannot initialise GPU 4 and,
