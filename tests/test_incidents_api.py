@@ -111,6 +111,21 @@ def test_oncall_overrides_cause_and_status(client):
     client.post("/v1/analyze")
     again = client.get(f"/v1/incidents/{incident['id']}").json()
     assert again["root_cause"]["cause"] == "gpu_hbm" and again["status"] == "acknowledged"
+    # a later patch of one field keeps the others confirmed
+    moved = client.patch(f"/v1/incidents/{incident['id']}", json={"root_cause": {"component": "node0042/gpu1"}}).json()
+    assert (moved["root_cause"]["component"], moved["root_cause"]["cause"]) == ("node0042/gpu1", "gpu_hbm")
+    # a cause confirmed as planned maintenance counts the interruption as planned, apart
+    window = {"since": iso(T0 - timedelta(hours=1)), "until": iso(T0 + timedelta(hours=1))}
+    assert client.get("/v1/stats/causes", params=window).json()["unplanned"] == 1
+    planned = client.patch(f"/v1/incidents/{incident['id']}", json={"root_cause": {"cause": "planned_maintenance"}}).json()
+    assert planned["planned"] is True and planned["root_cause"]["category"] == "maintenance"
+    ledger = client.get("/v1/stats/causes", params=window).json()
+    assert (ledger["unplanned"], ledger["planned"]) == (0, 1)
+    assert client.get("/v1/stats/mtbf", params=window).json()["interruptions"] == 0
+    client.post("/v1/analyze")
+    assert client.get(f"/v1/incidents/{incident['id']}").json()["planned"] is True  # the engine keeps it
+    back = client.patch(f"/v1/incidents/{incident['id']}", json={"root_cause": {"cause": "gpu_hbm"}}).json()
+    assert back["planned"] is False and client.get("/v1/stats/causes", params=window).json()["unplanned"] == 1
     bad = client.patch(f"/v1/incidents/{incident['id']}", json={"root_cause": {"cause": "nic", "category": "gpu"}})
     assert bad.status_code == 422 and "belongs to category host" in bad.text
     assert client.patch("/v1/incidents/inc-999999", json={"status": "resolved"}).status_code == 404

@@ -43,7 +43,7 @@ from faultgraph.attribution.ledger import gpu_hours_lost
 from faultgraph.service import store
 from faultgraph.service.events.models import events
 from faultgraph.service.incidents import degradations
-from faultgraph.service.incidents.models import engine_state, incident_events, incidents
+from faultgraph.service.incidents.models import effective_planned, engine_state, incident_events, incidents
 from faultgraph.service.leader import ENGINE_LOCK
 from faultgraph.service.loops import Loop
 
@@ -163,7 +163,6 @@ def _values(draft: Draft, stored: sa.Row | None, topology_version: int | None) -
         "last": store.to_db_time(draft.last),
         "symptoms": draft.symptoms,
         "hosts": draft.hosts,
-        "planned": draft.planned,
         "type": draft.type,
         "clock_offsets": draft.clock_offsets,
         "root_cause": draft.root_cause,
@@ -175,6 +174,7 @@ def _values(draft: Draft, stored: sa.Row | None, topology_version: int | None) -
         "interruption_end": store.to_db_time(end) if end else None,
     }
     confirmed = store.json_value(stored.confirmed) if stored is not None else None
+    values["planned"] = effective_planned(confirmed, draft.planned)
     values["cause"] = (confirmed or {}).get("cause") or draft.root_cause["cause"]
     values["category"] = (confirmed or {}).get("category") or draft.root_cause["category"]
     if stored is None or not stored.status_set_by_oncall:
@@ -213,7 +213,7 @@ def _extended(conn: Connection, draft: Draft, stored: sa.Row, read_from: datetim
         "last": max(stored.last, store.to_db_time(draft.last)),
         "symptoms": stored.symptoms + sum(1 for item in fresh.values() if item.signal.role == "symptom"),
         "hosts": stored.hosts + len(hosts),
-        "planned": stored.planned or draft.planned,
+        "planned": effective_planned(store.json_value(stored.confirmed), stored.planned or draft.planned),
         "clock_offsets": {**(store.json_value(stored.clock_offsets) or {}), **draft.clock_offsets},
         "gpu_hours_lost": _lost(conn, stored, draft.interruption["resumed"]),
         "interruption_end": store.to_db_time(end) if end else None,

@@ -89,6 +89,26 @@ class RootCauseOverride(BaseModel):
         return self
 
 
+def merged_confirmation(earlier: dict | None, patch: RootCauseOverride) -> dict:
+    """On-call's confirmation after `patch`: the fields it sends over the earlier ones (a
+    field not sent keeps its value, a null clears it); a category sent alone drops an
+    earlier cause of another category."""
+    given = patch.model_dump(exclude_unset=True)
+    merged = {"component": None, "category": None, "cause": None, **(earlier or {}), **given}
+    if "cause" not in given and merged["cause"] and merged["category"] \
+            and CAUSE_CATEGORY[merged["cause"]] != merged["category"]:
+        merged["cause"] = None
+    return merged
+
+
+def effective_planned(confirmed: dict | None, engine_planned: bool) -> bool:
+    """Whether an interruption was planned: a confirmed cause decides where there is one
+    (SPEC §5: statistics use the confirmed cause), else the engine's reading of the
+    maintenance events."""
+    cause = (confirmed or {}).get("cause")
+    return cause == "planned_maintenance" if cause else engine_planned
+
+
 class IncidentPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -10,7 +10,13 @@ from sqlalchemy.engine import Connection
 from faultgraph.service import store
 from faultgraph.service.events import service as events_service
 from faultgraph.service.events.models import events
-from faultgraph.service.incidents.models import IncidentPatch, incident_events, incidents
+from faultgraph.service.incidents.models import (
+    IncidentPatch,
+    effective_planned,
+    incident_events,
+    incidents,
+    merged_confirmation,
+)
 
 
 def row_to_incident(row: sa.Row) -> dict:
@@ -113,11 +119,16 @@ def update(conn: Connection, *, incident_id: str, patch: IncidentPatch, now: dat
         return None
     values: dict = {"updated": store.to_db_time(now)}
     if patch.root_cause is not None:
-        confirmed = patch.root_cause.model_dump()
+        earlier = store.json_value(row.confirmed)
+        confirmed = merged_confirmation(earlier, patch.root_cause)
         engine_cause = store.json_value(row.root_cause)
         values["confirmed"] = confirmed
         values["cause"] = confirmed["cause"] or engine_cause["cause"]
         values["category"] = confirmed["category"] or engine_cause["category"]
+        # The column holds the effective verdict; the engine's own, where an earlier
+        # confirmation overrode it, is what its root cause says.
+        engine_planned = engine_cause["cause"] == "planned_maintenance" if (earlier or {}).get("cause") else row.planned
+        values["planned"] = effective_planned(confirmed, engine_planned)
     if patch.status is not None:
         values["status"] = patch.status
         values["status_set_by_oncall"] = True
