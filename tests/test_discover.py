@@ -150,6 +150,21 @@ def test_cli_prints_the_graph_and_names_problems_on_stderr(dump: Path) -> None:
     assert "missing fabric/ibnetdiscover.txt" in done.stderr
 
 
+def test_an_empty_folder_and_a_host_folder_without_tool_outputs_are_named(tmp_path: Path) -> None:
+    """An empty DIR still prints the (empty) graph and exits 0, as partial input does, but
+    stderr says that no host folder was found, not only that the fabric dump is missing."""
+    done = CliRunner().invoke(app, ["topology", "discover", str(tmp_path)])
+    assert done.exit_code == 0, done.stderr
+    assert orjson.loads(done.stdout) == {"components": [], "links": []}
+    assert f"no host folders in {tmp_path}" in done.stderr and "nvidia-smi-topo-m.txt" in done.stderr
+    (tmp_path / "node0001").mkdir()
+    (tmp_path / "node0001" / "topo.log").write_text("misnamed")
+    done = CliRunner().invoke(app, ["topology", "discover", str(tmp_path)])
+    assert done.exit_code == 0, done.stderr
+    assert "node0001: none of the known tool outputs (nvidia-smi-topo-m.txt, nvidia-smi-q.xml" in done.stderr
+    assert "no host folders" not in done.stderr
+
+
 
 def test_topo_matrix_of_a_4_gpu_box_from_a_driver_without_nic_legend() -> None:
     """Traverse (4 V100 in NVLink pairs): NICs are named `mlx5_N` in the header itself."""

@@ -40,6 +40,7 @@ HOST_FILES: dict[str, tuple[str, ...]] = {
     "lspci": ("lspci.txt",),
     "ip": ("ip-addr.json",),
 }
+KNOWN_FILES = tuple(name for names in HOST_FILES.values() for name in names)
 FABRIC_FILE = Path("fabric") / "ibnetdiscover.txt"
 PARSERS = {
     "topo": tools.parse_topo_matrix, "smi": tools.parse_smi_query, "ibdev2netdev": tools.parse_ibdev2netdev,
@@ -82,6 +83,8 @@ def read_host(directory: Path, problems: list[str], missing: dict[str, list[str]
     """Parse whatever of a host's files exist; note the missing (by file) and the unreadable."""
     host = HostInputs(directory.name)
     present = set(os.listdir(directory))  # one directory read, not a stat per candidate name
+    if present.isdisjoint(KNOWN_FILES):  # a misnamed or stray folder: say so, not only file by file
+        problems.append(f"{host.name}: none of the known tool outputs ({', '.join(KNOWN_FILES)})")
     for what, names in HOST_FILES.items():
         name = next((name for name in names if name in present), None)
         if name is None:
@@ -127,6 +130,8 @@ def discover(root: Path) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
             missing[name].append(host.name)
         add_host(graph, host, nics_by_guid, nics_by_name, racks)
     problems[:0] = [f"missing {name} on {len(names)} host(s): {_some(names)}" for name, names in missing.items()]
+    if not hosts:  # DIR itself is wrong (a host's own folder, a typo): the fabric line alone would not say so
+        problems.insert(0, f"no host folders in {root}: expected {root}/<host>/ holding {', '.join(KNOWN_FILES)}")
     add_racks(graph, racks)
     fabric_path = root / FABRIC_FILE
     try:
