@@ -2,6 +2,7 @@
 migrated (alembic), its events, incidents, notes, jobs, topology and tokens all still there;
 a store from a newer release is refused."""
 
+import logging
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -53,8 +54,13 @@ def _admin_token(db_url: str) -> str:
     return made.stdout.strip()
 
 
-def test_a_release_0_1_0_store_opens_with_everything_in_it(release_1_store: str):
-    token = _admin_token(release_1_store)  # the CLI opens (and migrates) the store first
+def test_a_release_0_1_0_store_opens_with_everything_in_it(release_1_store: str, caplog: pytest.LogCaptureFixture):
+    with caplog.at_level(logging.INFO):
+        token = _admin_token(release_1_store)  # the CLI opens (and migrates) the store first
+    # one line says the store was migrated; alembic's own context lines are not logged
+    assert [r.getMessage() for r in caplog.records if "migrat" in r.getMessage()] == [
+        f"store schema migrated from revision {migrations.FIRST} to {migrations.head()}"]
+    assert not [r for r in caplog.records if r.name.startswith("alembic")]
     server: InProcessServer = serve_in_process(release_1_store)
     try:
         server.client.headers["Authorization"] = f"Bearer {token}"

@@ -6,6 +6,7 @@ predates alembic (release 0.1.0 recorded only `schema_info`) is stamped at the f
 revision and upgraded from there; a new store is created whole and stamped at the head.
 """
 
+import logging
 from pathlib import Path
 
 from alembic import command
@@ -16,6 +17,11 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
 FIRST = "0001"
+
+log = logging.getLogger("faultgraph")
+# Alembic announces its context at every start ("Context impl …", "Will assume transactional
+# DDL"); `faultgraph serve` logs one line, and `upgrade` says when a store was migrated.
+logging.getLogger("alembic.runtime.migration").setLevel(logging.WARNING)
 
 
 class DuckDBImpl(DefaultImpl):
@@ -43,12 +49,23 @@ def known(revision: str) -> bool:
     return any(script.revision == revision for script in revisions)
 
 
+def head() -> str:
+    """The newest revision this release knows."""
+    found = ScriptDirectory.from_config(_config()).get_current_head()
+    assert found is not None  # versions/ is never empty
+    return found
+
+
 def upgrade(conn: Connection, *, from_revision: str | None) -> None:
     """Bring the store to the head: stamp `from_revision` first where alembic never ran."""
     config = _config(conn)
     if from_revision is not None:
         command.stamp(config, from_revision)
+    before = current(conn)
     command.upgrade(config, "head")
+    after = current(conn)
+    if after != before:
+        log.info("store schema migrated from revision %s to %s", before, after)
 
 
 def stamp_head(conn: Connection) -> None:
