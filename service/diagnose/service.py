@@ -12,6 +12,7 @@ look at that the paste does not hold).
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -21,8 +22,10 @@ from pydantic import ValidationError
 
 from faultgraph.attribution import diagnose as reasoning
 from faultgraph.attribution import engine
+from faultgraph.attribution.classify import classify
 from faultgraph.attribution.cluster import ClusterSnapshot
 from faultgraph.attribution.placement import Placement
+from faultgraph.attribution.resolve import Resolver
 from faultgraph.ingest import paste
 from faultgraph.service.diagnose.models import DiagnoseBody, DiagnoseBodyAdapter
 from faultgraph.service.events.service import BodyError, format_time
@@ -31,6 +34,11 @@ JOB_ID = "pasted-job"
 # Places that name no machine: the answer then says how to give it one.
 UNPLACED = ("rank", "pci:", "pid ", "the ", "this ")
 MAX_INCIDENTS = 5
+# The parts of a host SPEC §2 names: without a topology, the resolver's conventions make
+# anything after `host/` an id, so only these are kept (a `pci:` or `pid` place is its host).
+CONVENTIONAL_PART = re.compile(r"(?:gpu|nvswitch|nic|pciesw|cpu)\d+")
+# Rules that read kernel hardware lines only: alone (no job's symptom in the paste) a fault.
+HARDWARE_RULES = {"hardware", "elided_xid"}
 
 
 def decode(body: bytes, *, content_type: str, host: str | None, max_lines: int) -> DiagnoseBody:
@@ -84,13 +92,34 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def diagnose(body: DiagnoseBody, *, received: datetime) -> dict[str, Any]:
-    """The answer to one paste: `{"incidents": [...], "events": n, "unmatched": n, "lines": n}`."""
+def diagnose(body: DiagnoseBody, *, received: datetime, resolver: Resolver | None = None) -> dict[str, Any]:
+    """The answer to one paste: `{"incidents": [...], "events": n, "unmatched": n, "lines": n}`.
+    `resolver`: the server's, so components get the ids stored events get; without one
+    (the command) the resolver's naming conventions."""
     with _cyclic_gc_paused():
-        return _diagnose(body, received=received)
+        return _diagnose(body, received=received, resolver=resolver or Resolver(None))
 
 
-def _diagnose(body: DiagnoseBody, *, received: datetime) -> dict[str, Any]:
+def _snapshot(resolver: Resolver, job: dict | None) -> ClusterSnapshot:
+    """The engine's cluster: the resolver's topology and the pasted job. The server's
+    resolver is reused: indexing its topology again would cost more than most pastes."""
+    snapshot = ClusterSnapshot(None, [job] if job else [])
+    snapshot.topology, snapshot.resolver = resolver.topology, resolver
+    return snapshot
+
+
+def _enrich(event: dict, resolver: Resolver, placement: Placement | None) -> None:
+    """The component ingest would store for the event (`service.cluster.Cluster.enrich`);
+    none on a line with no host, whose placeholder host is no machine."""
+    if event["host"] == paste.UNNAMED_HOST:
+        return
+    explicit = event.get("component")
+    found = resolver.canonical(explicit) if explicit else resolver.resolve(event, placement)
+    if found is not None:
+        event["component"] = found
+
+
+def _diagnose(body: DiagnoseBody, *, received: datetime, resolver: Resolver) -> dict[str, Any]:
     job, placement = _job(body)
     raw: list[str] = []
     hosts: list[str | None] = []
@@ -104,10 +133,11 @@ def _diagnose(body: DiagnoseBody, *, received: datetime) -> dict[str, Any]:
     read = paste.read(raw, host=body.get("host"), hosts=hosts, received=received,
                       host_of_rank=placement.host_of if placement else None)
     events = sorted(read.events, key=lambda e: (e["time"], e["id"]))
-    if job:
-        for event in events:
+    for event in events:
+        if job:
             event["job"] = job["id"]
-    drafts = engine.analyse(events, ClusterSnapshot(None, [job] if job else []))
+        _enrich(event, resolver, placement)
+    drafts = engine.analyse(events, _snapshot(resolver, job))
     candidates = reasoning.candidates(read.lines)
     findings = [
         *reasoning.signatures(candidates),
@@ -119,18 +149,67 @@ def _diagnose(body: DiagnoseBody, *, received: datetime) -> dict[str, Any]:
         *reasoning.config_change(candidates, events),
         *_from_engine(drafts, read),
     ]
-    ranked = reasoning.rank(findings)
+    ranked = reasoning.rank(_placed(findings, resolver))
     if not ranked and drafts:
-        ranked = [_unexplained(drafts)]
+        ranked = _placed([_unexplained(drafts)], resolver)
+    types = _engine_types(drafts)
+    stopped = any(classify(e).role in ("symptom", "maintenance") for e in events)
     # the hosts the paste names: its events' (syslog headers included) and its prefixes'
     named_hosts = {e["host"] for e in events} | {line.stream[0] for line in read.lines if line.stream[0]}
     named_hosts.discard(paste.UNNAMED_HOST)
-    incidents = [_incident(f, ranked, read, events, job, placement, named_hosts) for f in ranked[:MAX_INCIDENTS]]
+    incidents = [_incident(f, ranked, read, events, job, placement, named_hosts, _type(f, types, stopped=stopped))
+                 for f in ranked[:MAX_INCIDENTS]]
     return {"incidents": incidents, "events": len(events), "unmatched": read.unmatched, "lines": len(read.lines)}
 
 
 def _line_no(event_id: str) -> int:
     return int(event_id.removeprefix("line-"))
+
+
+def _placed(findings: list[reasoning.Finding], resolver: Resolver) -> list[reasoning.Finding]:
+    """The findings with their places as canonical ids, so findings about one part merge."""
+    for finding in findings:
+        finding.place = _canonical(finding.place, resolver)
+    return findings
+
+
+def _canonical(place: str, resolver: Resolver) -> str:
+    """A finding's place as the id ingest would store (SPEC §2): through the topology where
+    there is one, else by the resolver's conventions; a part nothing maps is its host. Places
+    that name no machine (`UNPLACED`) stay as they are: `_component` answers them as null."""
+    if place.startswith(UNPLACED):
+        return place
+    host, _, part = place.partition("/")
+    found = resolver.canonical(place) if part or "~" in place else resolver.peer(place)
+    found_part = (found or "").partition("/")[2]
+    if found is not None and (resolver.topology is not None or not found_part or CONVENTIONAL_PART.fullmatch(found_part)):
+        return found
+    return resolver.host(host) or host
+
+
+def _component(place: str) -> str | None:
+    """The answer's component: null for a place that names no machine (a rank no job places)."""
+    return None if place.startswith(UNPLACED) else place
+
+
+def _engine_types(drafts: Sequence[engine.Draft]) -> dict[int, str]:
+    """Line → the engine's type (SPEC §5) of the incident it is part of; where a line is in
+    several, an interruption's wins."""
+    types: dict[int, str] = {}
+    for draft in sorted(drafts, key=lambda d: d.type == "interruption"):
+        for item in (*draft.members, *draft.evidence):
+            types[_line_no(item.id)] = draft.type
+    return types
+
+
+def _type(finding: reasoning.Finding, types: dict[int, str], *, stopped: bool) -> str:
+    """The engine's type for the lines it placed in time. Lines without times of their own
+    open no engine incident; for them its criterion: a job's symptom in the paste (`stopped`)
+    or a job's own output (stacks, errors) is an interruption, kernel hardware lines alone a fault."""
+    found = {types[i] for i in finding.lines if i in types}
+    if found:
+        return "interruption" if "interruption" in found else min(found)
+    return "fault" if not stopped and set(finding.rule.split("+")) <= HARDWARE_RULES else "interruption"
 
 
 def _from_engine(drafts: Sequence[engine.Draft], read: paste.Paste) -> list[reasoning.Finding]:
@@ -164,20 +243,21 @@ def _unexplained(drafts: Sequence[engine.Draft]) -> reasoning.Finding:
 
 
 def _action(finding: reasoning.Finding, job: dict | None) -> dict[str, str | None]:
-    host = finding.place.split("/", 1)[0] if not finding.place.startswith(UNPLACED) else None
+    component = _component(finding.place)
+    host = component.split("/", 1)[0] if component else None
     if finding.category in ("gpu", "host") or (finding.cause == "dependency" and host and finding.rule != "odd_stack"):
         kind = "evict"
     elif finding.category == "network":
         kind = "replace" if "~" in finding.place else "evict"
     else:
         kind = "restart"
-    return {"kind": kind, "target": host or finding.place if kind != "restart" else (job or {}).get("id") or finding.place,
+    return {"kind": kind, "target": host if kind != "restart" else (job or {}).get("id") or component,
             "detail": finding.action}
 
 
 def _incident(finding: reasoning.Finding, ranked: Sequence[reasoning.Finding], read: paste.Paste,
               events: Sequence[dict], job: dict | None, placement: Placement | None,
-              named_hosts: set[str]) -> dict[str, Any]:
+              named_hosts: set[str], kind_of_incident: str) -> dict[str, Any]:
     total = sum(f.score for f in ranked) or 1.0
     cited = sorted(set(finding.lines))
     by_index = {i: read.lines[i] for i in cited if 0 <= i < len(read.lines)}
@@ -187,17 +267,17 @@ def _incident(finding: reasoning.Finding, ranked: Sequence[reasoning.Finding], r
     symptoms = [e for e in events if e["kind"] in ("nccl_timeout", "nccl_error")]
     missing = list(finding.missing)
     if finding.place.startswith(UNPLACED):
-        missing.append("the lines name no host: pass `host` (CLI --host) or the job's hosts so the answer can name the machine")
+        missing.append(f"the lines name no host for {finding.place}: pass `host` (CLI --host) or the job's hosts so the answer can name the machine")
     kinds = {e["kind"] for e in events if _line_no(e["id"]) in cited}
     return {
         "opened": format_time(first),
         "closed": None,
-        "type": "interruption",
+        "type": kind_of_incident,
         "job": job["id"] if job else None,
         "symptoms": len(symptoms),
         "hosts": len(named_hosts),
         "root_cause": {
-            "component": finding.place,
+            "component": _component(finding.place),
             "kind": min(kinds) if kinds else None,
             "category": finding.category,
             "cause": finding.cause,
@@ -206,7 +286,8 @@ def _incident(finding: reasoning.Finding, ranked: Sequence[reasoning.Finding], r
             "explanation": finding.explanation,
             "rule": finding.rule,
         },
-        "candidates": [{"component": f.place, "score": round(f.score / total, 4)} for f in ranked[:5]],
+        "candidates": [{"component": f.place, "score": round(f.score / total, 4)} for f in ranked[:5]
+                       if _component(f.place)],
         "action": _action(finding, job),
         "interruption": {"start": format_time(first), "end": None, "gpus": placement.world_size if placement else None,
                          "gpu_hours_lost": 0.0},
