@@ -62,12 +62,14 @@ def corpus() -> None:
         lines = (data / f"{name}.log").read_text().split("\n")[:-1]
         incidents = service.diagnose({"lines": lines, "host": spec.get("host")}, received=RECEIVED)["incidents"]
         root = incidents[0]["root_cause"] if incidents else {"category": None, "component": ""}
+        # a place on no named host is no component (null); the answer names it in what is missing
+        named = root["component"] or " ".join(incidents[0]["missing"] if incidents else ())
         row = tally[spec["category"]]
         row[0] += 1
         row[1] += root["category"] == spec["category"]
         if "place" in spec:
             row[2] += 1
-            row[3] += spec["place"] in (root["component"] or "")
+            row[3] += spec["place"] in named
         print(f"{name:42s} thread: {spec['category']:8s} answer: {root['category']!s:8s} at {root['component']}")
     total = [sum(col) for col in zip(*tally.values())]
     print("\n| class | incidents | category right | place named | place right |\n|---|---|---|---|---|")
