@@ -83,6 +83,7 @@ def refusing_server(tmp_path_factory) -> InProcessServer:
         ({"hosts": ["bad host"]}, "hosts.0"),
         ({"ranks": [{"rank": 1, "host": "node0000", "gpu": 0}]}, "rank 1 is not in 0..0"),
         ({"start": "yesterday"}, "start"),
+        ({"end": "2026-11-29T07:00:00Z"}, "end 2026-11-29T07:00:00+00:00 is before start"),
         ({"id": ""}, "id"),
     ],
 )

@@ -9,7 +9,7 @@ or late event never overrides a newer one.
 from typing import Annotated, Any, Literal
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from faultgraph.service.events.models import Host, Name, Time
 from faultgraph.service.store import JSON, metadata
@@ -64,3 +64,9 @@ class JobIn(BaseModel):
     hosts: Annotated[list[Host], Field(max_length=1_000_000)] | None = None
     ranks: Annotated[list[RankSlot], Field(max_length=100_000_000)] | None = None
     parallelism: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _ends_after_it_starts(self) -> "JobIn":
+        if self.start is not None and self.end is not None and self.end < self.start:
+            raise ValueError(f"end {self.end.isoformat()} is before start {self.start.isoformat()}")
+        return self
