@@ -122,6 +122,28 @@ def test_mtbf_bad_parameters_are_named(empty):
     assert empty["interruptions"] == 0 and empty["mtbf_hours"] is None and empty["observed_hours"] == 0.0
 
 
+@pytest.mark.parametrize(("path", "params"), [
+    ("/v1/stats/mtbf", {}), ("/v1/stats/mtbf", {"scope": "gpu"}), ("/v1/stats/mtbf", {"scope": "job:train"}),
+    ("/v1/stats/fleet", {}), ("/v1/stats/goodput", {}),
+])
+def test_an_until_before_the_derived_since_is_named(trained, path, params):
+    """Without `since` the window starts at the first event (the job's start for a job):
+    an `until` before it is refused as a given `since` after `until` is, not answered
+    with a window that ends before it begins."""
+    for until in ("0001-01-01T00:00:00Z", iso(T0)):
+        answer = trained.get(path, params={**params, "until": until})
+        assert answer.status_code == 400, answer.text
+        detail = answer.json()["detail"]
+        assert "until must be after since" in detail and "2026-11-29T08:00:00.000000Z" in detail
+
+
+def test_times_before_the_year_1000_keep_four_digits(trained):
+    window = {"since": "0001-01-01T00:00:00Z", "until": "0999-12-31T23:59:59.5Z"}
+    for path in ("/v1/stats/mtbf", "/v1/stats/causes", "/v1/stats/fleet"):
+        body = trained.get(path, params=window).json()
+        assert (body["since"], body["until"]) == ("0001-01-01T00:00:00.000000Z", "0999-12-31T23:59:59.500000Z"), path
+
+
 def test_ledger_with_gpu_hours_and_oncall_confirmation(client):
     post_and_analyse(client, day_of_training())
     body = client.get("/v1/stats/causes").json()

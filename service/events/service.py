@@ -330,10 +330,12 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 def format_time(value: datetime | None) -> str | None:
     """A time as every answer writes it: RFC 3339, UTC, microseconds, `Z` (a naive value is
-    a stored one, already UTC)."""
+    a stored one, already UTC). `isoformat`, not `strftime`: glibc's `%Y` drops the zero
+    padding of years before 1000, which RFC 3339 requires."""
     if value is None:
         return None
-    return (value.astimezone(UTC) if value.tzinfo else value).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    utc = value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+    return utc.isoformat(timespec="microseconds") + "Z"
 
 
 def row_to_event(row: sa.Row) -> dict:

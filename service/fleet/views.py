@@ -12,6 +12,7 @@ from faultgraph.service.fleet import goodput, service
 from faultgraph.service.fleet.models import STATES, UNITS
 from faultgraph.service.http import parse_time, split_list
 from faultgraph.service.stats.service import UNIT_TYPES
+from faultgraph.service.stats.views import refusing_inverted_windows
 
 router = APIRouter(prefix="/v1", tags=["fleet"])
 
@@ -80,7 +81,7 @@ def fleet_stats(
     """Faults per 1,000 unit-days, MTTR (median, p90) overall and by cause, availability,
     and the repeat offenders (Poisson test against the fleet's rate), worst first."""
     low, high = _window(since, until)
-    with engine.connect() as conn:
+    with engine.connect() as conn, refusing_inverted_windows():
         return service.fleet_stats(conn, topology=cluster.topology, since=low, until=high,
                                    kind=type, unit=unit, fdr=fdr, offenders=offenders)
 
@@ -96,7 +97,7 @@ def get_goodput(
     """Effective training time measured from the events: wall, productive, η, hours lost by
     bucket and by cause, and the first-order model's η at the measured settings beside it."""
     low, high = _window(since, until)
-    with engine.connect() as conn:
+    with engine.connect() as conn, refusing_inverted_windows():
         found = goodput.goodput(conn, job=job, since=low, until=high, now=datetime.now(UTC), archive=archive)
     if found is None:
         raise HTTPException(404, f"job {job!r} has no running time in the window")

@@ -72,11 +72,25 @@ def event_span(conn: Connection) -> tuple[datetime | None, datetime | None]:
     return store.from_db_time(low), store.from_db_time(high)
 
 
+class WindowError(ValueError):
+    """An `until` not after the window's derived `since`: a request to refuse (400), as a given
+    `since` after `until` is, rather than answer with a window that ends before it begins."""
+
+
+def check_until(until: datetime | None, since: datetime | None, since_is: str) -> None:
+    """Raise WindowError when a given `until` is not after `since` (derived as `since_is`)."""
+    if until is not None and since is not None and until <= since:
+        raise WindowError(f"until must be after since: until {format_time(until)} is not after "
+                          f"{format_time(since)}, {since_is}")
+
+
 def window(conn: Connection, *, since: datetime | None, until: datetime | None) -> dict:
     """The observation window: the bounds given, the event stream's span for those not given."""
     first, last = event_span(conn) if since is None or until is None else (None, None)
     low = since or first
     high = until or last
+    if since is None:
+        check_until(until, first, "the first event, where a window without since starts")
     hours = max(0.0, (high - low).total_seconds() / 3600) if low and high else 0.0
     return {
         "since": low,
@@ -288,6 +302,7 @@ def job_mtbf(
     """MTBF of one job: its running time in the window / its interruptions."""
     start, end, notes = job_running_span(conn, job=job, now=now, archive=archive)
     low = max(t for t in (start, since) if t is not None) if start or since else None
+    check_until(until, low, "the job's start, where its running time begins")  # a given since is before until
     high = min(t for t in (end, until) if t is not None)
     hours = max(0.0, (high - low).total_seconds() / 3600) if low else 0.0
     found = interruptions(conn, since=low, until=high, job=job, include_planned=include_planned)

@@ -1,5 +1,7 @@
 """Routes for statistics (SPEC §7): MTBF, the interruption ledger, checkpoint economics."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
@@ -23,6 +25,15 @@ def _window(since: str | None, until: str | None) -> tuple[datetime | None, date
     return low, high
 
 
+@contextmanager
+def refusing_inverted_windows() -> Iterator[None]:
+    """A 400 for an `until` before the `since` a route derived (the first event, a job's start)."""
+    try:
+        yield
+    except service.WindowError as exc:
+        raise HTTPException(400, str(exc)) from None
+
+
 @router.get("/mtbf", dependencies=[Depends(require("reader"))])
 def get_mtbf(
     engine: EngineDep,
@@ -38,7 +49,7 @@ def get_mtbf(
     low, high = _window(since, until)
     if project_to is not None and scope not in UNIT_TYPES:
         raise HTTPException(400, f"project_to: applies to a component type scope ({', '.join(UNIT_TYPES)})")
-    with engine.connect() as conn:
+    with engine.connect() as conn, refusing_inverted_windows():
         if scope == "cluster":
             return service.cluster_mtbf(conn, since=low, until=high, include_planned=include_planned)
         if scope in UNIT_TYPES:
