@@ -4,15 +4,20 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import orjson
 import pytest
-from conftest import Server
+from conftest import Server, empty_store, start_server
 from slurm import SlurmCluster, slurm_cluster, start_slurm  # noqa: F401  (fixture)
 
+from faultgraph.service import store
+from faultgraph.service.auth import service as tokens
 from faultgraph.service.schedulers import slurm, spool
 
 NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
@@ -99,8 +104,79 @@ def test_service_down_spools_and_exits_zero_then_the_next_hook_delivers(tmp_path
 def test_a_refused_post_is_kept_apart_not_retried_forever(tmp_path: Path, server: Server) -> None:
     outcome = spool.deliver([spool.Post("/v1/jobs", {"id": "x", "hosts": ["a"], "ranks": []})],
                             url=server.url, token=None, spool_dir=tmp_path)
-    assert (outcome.rejected, outcome.spooled) == (1, 0)
+    assert (len(outcome.refused), outcome.spooled) == (1, 0)
+    assert outcome.refused[0].status == 422 and outcome.refused[0].path == "/v1/jobs"
     assert spool.pending(tmp_path) == [] and len(spool.pending(tmp_path / "rejected")) == 1
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str]]:
+    """A real server whose store holds tokens (so every request needs one), and a reader's."""
+    stores = empty_store(tmp_path_factory.mktemp("secured"), "faultgraph")
+    db_url = next(stores)
+    engine = store.make_engine(db_url)
+    store.init_schema(engine)
+    with engine.begin() as conn:
+        reader = tokens.create(conn, role="reader", name="slurm-test-reader")[0]
+    engine.dispose()
+    srv = start_server(db_url)
+    yield srv, reader
+    srv.stop()
+    stores.close()
+
+
+@pytest.mark.parametrize(("token", "status", "detail"), [
+    ("not-a-token", 401, "a valid bearer token is required"),
+    (None, 403, "this token's role does not allow this request"),  # None: the reader's token
+])
+def test_a_post_refused_for_good_is_named_and_not_spooled(tmp_path: Path, secured: tuple[Server, str],
+                                                          token: str | None, status: int, detail: str) -> None:
+    """Retrying cannot mend a wrong token or role: the hook says so, with the server's detail,
+    and exits non-zero instead of spooling the posts for every later hook to resend."""
+    server, reader = secured
+    spool_dir = tmp_path / "spool"
+    env = _hook_env(SLURM_JOB_ID="12", SLURM_JOB_NODELIST="node[0001-0002]", FAULTGRAPH_TOKEN=token or reader)
+    done = subprocess.run([*HOOK, "prolog", "--url", server.url, "--spool-dir", str(spool_dir), "--gpus-per-host", "8"],
+                          env=env, capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode != 0, done.stderr
+    assert f"refused POST /v1/jobs with {status}: {detail}" in done.stderr
+    assert "0 spooled" in done.stderr and spool.pending(spool_dir) == []
+    assert len(spool.pending(spool_dir / "rejected")) == 2
+
+
+class _Answering(BaseHTTPRequestHandler):
+    """Answers every post with the server's `status` (a stand-in for an overloaded service)."""
+
+    def do_POST(self) -> None:  # noqa: N802  (http.server's name)
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(self.server.status)  # type: ignore[attr-defined]
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("status", [408, 429, 500, 502, 503])
+def test_a_post_refused_for_now_stays_spooled(tmp_path: Path, status: int) -> None:
+    with ThreadingHTTPServer(("127.0.0.1", 0), _Answering) as answering:
+        answering.status = status  # type: ignore[attr-defined]
+        threading.Thread(target=answering.serve_forever, daemon=True).start()
+        outcome = spool.deliver(slurm.prolog({"SLURM_JOB_ID": "13", "SLURM_JOB_NODELIST": "n1"}, now=NOW),
+                                url=f"http://127.0.0.1:{answering.server_address[1]}", token="t",
+                                spool_dir=tmp_path, budget_s=5)
+        answering.shutdown()
+    assert (outcome.sent, outcome.spooled, outcome.refused) == (0, 2, [])
+    assert len(spool.pending(tmp_path)) == 2
+
+
+def test_a_closed_port_leaves_the_posts_spooled(tmp_path: Path) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # bound, never listening: the connection is refused
+        outcome = spool.deliver(slurm.epilog({"SLURM_JOB_ID": "13", "SLURM_JOB_NODELIST": "n1"}, now=NOW),
+                                url=f"http://127.0.0.1:{port}", token=None, spool_dir=tmp_path, budget_s=5)
+    assert (outcome.spooled, outcome.refused) == (1, [])
 
 
 def _hook_script(path: Path, command: str, url: str, spool_dir: Path) -> str:

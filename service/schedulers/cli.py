@@ -25,8 +25,10 @@ BudgetOption = Annotated[float, typer.Option(help="Seconds the hook may spend ta
 
 
 def _run(posts_of, url: str, token: str | None, spool_dir: Path, budget: float) -> None:
-    """Build the posts from the environment, deliver or spool them; always exit 0 so a
-    hook never holds or fails a job (problems go to standard error, which Slurm logs)."""
+    """Build the posts from the environment, deliver or spool them. Exit 0 when the service
+    is down, slow or the environment incomplete (a hook must not fail a job for those);
+    exit 1 when the service refused a post for good (a wrong token or role, a malformed
+    body), which only the operator can mend and a spool would retry forever."""
     try:
         posts = posts_of(os.environ, now=datetime.now(UTC))
     except slurm.SlurmEnvError as exc:
@@ -37,9 +39,14 @@ def _run(posts_of, url: str, token: str | None, spool_dir: Path, budget: float) 
     except OSError as exc:  # an unwritable spool must not fail the job either
         print(f"faultgraph slurm: cannot spool to {spool_dir}: {exc}", file=sys.stderr)
         return
-    if outcome.spooled or outcome.rejected:
+    for refusal in outcome.refused:
+        print(f"faultgraph slurm: the service refused POST {refusal.path} with {refusal.status}: "
+              f"{refusal.detail} (not retried)", file=sys.stderr)
+    if outcome.spooled or outcome.refused:
         print(f"faultgraph slurm: {outcome.sent} sent, {outcome.spooled} spooled in {spool_dir}, "
-              f"{outcome.rejected} refused (kept in {spool_dir / 'rejected'})", file=sys.stderr)
+              f"{len(outcome.refused)} refused (kept in {spool_dir / 'rejected'})", file=sys.stderr)
+    if outcome.refused:
+        raise typer.Exit(1)
 
 
 @slurm_app.command("prolog")

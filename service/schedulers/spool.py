@@ -3,19 +3,21 @@
 A scheduler hook (Slurm's prolog, say) must never hold a job because the service is
 down or slow: every post gets what is left of one short budget; whatever fails is
 written to a spool directory and sent, oldest first and before its own posts, by the
-next hook that reaches the service. A post that the service refuses as malformed (4xx other than 401/403/404/408/
-429) would be refused again, so it goes to `rejected/` with the answer instead.
+next hook that reaches the service. A post the service refuses for a reason retrying cannot
+mend (a 4xx other than 408/429: malformed, or a wrong token or role) would be refused again
+by every later hook, so it goes to `rejected/` with the answer instead, and the caller is
+told which post, the status and the server's detail.
 """
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import orjson
 
-RETRYABLE_4XX = frozenset({401, 403, 404, 408, 429})
+RETRYABLE_4XX = frozenset({408, 429})  # a timeout or a rate limit: the next hook may get through
 
 
 @dataclass(frozen=True)
@@ -26,11 +28,20 @@ class Post:
     body: dict | list
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A post the service refused for good, and why, for the hook to report."""
+
+    path: str
+    status: int
+    detail: str
+
+
 @dataclass
 class Outcome:
     sent: int = 0
     spooled: int = 0
-    rejected: int = 0
+    refused: list[Refusal] = field(default_factory=list)
 
 
 def deliver(posts: list[Post], *, url: str, token: str | None, spool_dir: Path, budget_s: float = 0.5) -> Outcome:
@@ -66,9 +77,19 @@ def _send(http: httpx.Client, post: Post, deadline: float, spool_dir: Path, outc
         return True
     if answer.status_code < 500 and answer.status_code not in RETRYABLE_4XX:
         _write(spool_dir / "rejected", post, answer=answer.text)
-        outcome.rejected += 1
+        outcome.refused.append(Refusal(post.path, answer.status_code, _detail(answer)))
         return True
     return False
+
+
+def _detail(answer: httpx.Response) -> str:
+    """The service's `detail`, else the start of whatever a proxy in front of it answered."""
+    try:
+        body = answer.json()
+    except ValueError:
+        body = None
+    detail = body.get("detail") if isinstance(body, dict) else None
+    return (detail if isinstance(detail, str) else answer.text)[:300] or answer.reason_phrase
 
 
 def _drain(http: httpx.Client, spool_dir: Path, deadline: float, outcome: Outcome) -> bool:
