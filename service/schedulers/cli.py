@@ -25,10 +25,11 @@ BudgetOption = Annotated[float, typer.Option(help="Seconds the hook may spend ta
 
 
 def _run(posts_of, url: str, token: str | None, spool_dir: Path, budget: float) -> None:
-    """Build the posts from the environment, deliver or spool them. Exit 0 when the service
-    is down, slow or the environment incomplete (a hook must not fail a job for those);
-    exit 1 when the service refused a post for good (a wrong token or role, a malformed
-    body), which only the operator can mend and a spool would retry forever."""
+    """Build the posts from the environment, deliver or spool them. Always exit 0: a failing
+    hook makes Slurm requeue the job or drain the node, and a monitoring service must not
+    stop a cluster's jobs, not even with an expired token. A post the service refused for
+    good (a wrong token or role, a malformed body) is said on stderr and kept apart, since
+    only the operator can mend it and a spool would retry it forever."""
     try:
         posts = posts_of(os.environ, now=datetime.now(UTC))
     except slurm.SlurmEnvError as exc:
@@ -45,8 +46,6 @@ def _run(posts_of, url: str, token: str | None, spool_dir: Path, budget: float) 
     if outcome.spooled or outcome.refused:
         print(f"faultgraph slurm: {outcome.sent} sent, {outcome.spooled} spooled in {spool_dir}, "
               f"{len(outcome.refused)} refused (kept in {spool_dir / 'rejected'})", file=sys.stderr)
-    if outcome.refused:
-        raise typer.Exit(1)
 
 
 @slurm_app.command("prolog")
