@@ -179,6 +179,20 @@ def test_running_job_counts_up_to_now(client):
     assert any("up to now" in note for note in body["notes"])
 
 
+def test_a_registered_job_counts_from_its_registered_start(client):
+    """A job registered by POST /v1/jobs (no job_start event) runs from its registered
+    start, not from whatever event of it came first."""
+    started = datetime.now(UTC) - timedelta(hours=3)
+    job = {"id": "posted", "start": iso(started), "hosts": ["node0001"], "gpus_per_host": 8}
+    assert client.post("/v1/jobs", json=job).status_code in (200, 201)
+    post_and_analyse(client, [{"time": iso(started + timedelta(hours=2)), "host": "node0001", "kind": "checkpoint_save",
+                               "job": "posted", "attrs": {"step": 10, "duration_s": 30.0}}])
+    body = client.get("/v1/stats/mtbf", params={"scope": "job:posted"}).json()
+    assert body["observed_hours"] == pytest.approx(3.0, abs=0.05)
+    assert any("registered start" in note for note in body["notes"])
+    assert client.get("/v1/stats/goodput", params={"job": "posted"}).json()["wall_hours"] == pytest.approx(3.0, abs=0.05)
+
+
 # --- Llama 3 405B, 54 days (arXiv 2407.21783, Table 5) -----------------------------------
 
 def _cause_event(cause: str, host: str) -> dict:

@@ -44,6 +44,7 @@ from faultgraph.service.events.archive import Archive
 from faultgraph.service.events.models import event_rollups, events
 from faultgraph.service.events.service import format_time
 from faultgraph.service.incidents.models import incidents
+from faultgraph.service.jobs.models import jobs
 
 # Scopes that name a kind of unit: the topology's component types, and links (cables).
 UNIT_TYPES: tuple[str, ...] = (*sorted(COMPONENT_TYPES), "link")
@@ -259,7 +260,9 @@ def type_mtbf(
 
 
 def job_known(conn: Connection, *, job: str, archive: Archive | None = None) -> bool:
-    """Whether any event (stored or archived) or incident names the job."""
+    """Whether the job is registered, or any event (stored or archived) or incident names it."""
+    if conn.execute(sa.select(jobs.c.id).where(jobs.c.id == job)).first() is not None:
+        return True
     if conn.execute(sa.select(events.c.id).where(events.c.job == job).limit(1)).first() is not None:
         return True
     if archive is not None and archive.query("SELECT 1 FROM archived WHERE job = ? LIMIT 1", archives.recorded(conn), [job]):
@@ -278,7 +281,11 @@ def job_running_span(conn: Connection, *, job: str, now: datetime,
         return store.from_db_time(conn.execute(query).scalar())
 
     notes = []
+    registered = conn.execute(sa.select(jobs.c.start, jobs.c.end).where(jobs.c.id == job)).first()
     start = first_time("job_start")
+    if start is None and registered is not None:
+        start = store.from_db_time(registered.start)
+        notes.append("no job_start event: running time counted from the job's registered start (POST /v1/jobs)")
     if start is None:
         start = first_time()
         if archive is not None:  # `job_*` events are never pruned, the job's others may be
@@ -289,6 +296,8 @@ def job_running_span(conn: Connection, *, job: str, now: datetime,
         if start is not None:
             notes.append("no job_start event: running time counted from the job's first event")
     end = first_time("job_end", last=True)
+    if end is None and registered is not None and registered.end is not None:
+        end = store.from_db_time(registered.end)
     if end is None or (start is not None and end < start):
         end = now
         notes.append("no job_end event: running time counted up to now")
