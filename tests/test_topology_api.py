@@ -128,6 +128,10 @@ def test_component_lookup(server: InProcessServer, small: dict) -> None:
     link = server.client.get("/v1/topology/components/node0001/nic2~leaf-s0-r2").json()
     assert link["kind"] == "link" and link["id"] == "leaf-s0-r2~node0001/nic2" and link["type"] == "ib"
 
+    host = server.client.get("/v1/topology/components/node0001").json()
+    assert {f"node0001/gpu{i}" for i in range(8)} | {f"node0001/nic{i}" for i in range(8)} <= set(host["parts"])
+    assert "node0001" not in host["parts"] and gpu["parts"] == [] and link["parts"] == []
+
     unknown = server.client.get("/v1/topology/components/node0001/gpu42")
     assert unknown.status_code == 404 and "node0001/gpu42" in unknown.json()["detail"]
 
@@ -263,6 +267,9 @@ def test_racks_route_lists_the_nvl72_racks(server: InProcessServer, small: dict)
     assert server.client.put("/v1/topology", json=gb200_nvl72(racks=2)).status_code == 200
     answer = server.client.get("/v1/topology/racks").json()
     assert answer["topology_version"] == 2 and [r["id"] for r in answer["racks"]] == ["rack00", "rack01"]
+    parts = server.client.get("/v1/topology/components/rack01").json()["parts"]
+    assert {f"node{i:04d}" for i in range(18, 36)} | {f"rack01/nvswitch{i}" for i in range(18)} <= set(parts)
+    assert "rack01/pdu1" in parts and not any(p.startswith(("rack00", "node0017")) for p in parts)
     rack = answer["racks"][1]
     assert [t["host"] for t in rack["compute_trays"]] == [f"node{i:04d}" for i in range(18, 36)]
     assert rack["switch_trays"][6] == {"tray": 6, "host": "rack01-nvsw6", "chips": ["rack01/nvswitch12", "rack01/nvswitch13"]}

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from faultgraph.attribution import racks
-from faultgraph.attribution.topology import TopologyError
+from faultgraph.attribution.topology import Topology, TopologyError
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.cluster import Cluster
 from faultgraph.service.deps import AuditDep, ClusterDep, EngineDep, SettingsDep
@@ -117,7 +117,7 @@ def get_component(
         raise HTTPException(404, f"unknown component {component!r} in topology version {graph.version}")
     link = graph.topology.link(canonical)
     if link is not None:
-        found = {**link, "kind": "link", "neighbours": [link["a"], link["b"]], "links": [], "aliases": []}
+        found = {**link, "kind": "link", "neighbours": [link["a"], link["b"]], "links": [], "aliases": [], "parts": []}
     else:
         component_data = graph.topology.component(canonical)
         assert component_data is not None  # canonical names a component of this topology
@@ -127,10 +127,23 @@ def get_component(
             "neighbours": graph.topology.neighbours(canonical),
             "links": graph.topology.links_of(canonical),
             "aliases": graph.resolver.aliases(canonical),
+            "parts": _parts(graph.topology, canonical),
         }
     found["topology_version"] = graph.version
     found["events"] = _latest_events(engine, canonical, events_limit)
     return found
+
+
+def _parts(topology: Topology, component: str) -> list[str]:
+    """What the component holds (a host's GPUs, NICs, switches; a rack's trays, switch chips
+    and PDUs): containment is no link, so its neighbours do not show it."""
+    kind = topology.type_of(component)
+    if kind == "host":
+        return sorted(part for part in topology.host_components(component) if part != component)
+    if kind == "rack":
+        return sorted(part for part_type in ("host", "nvswitch", "power") for part in topology.of_type(part_type)
+                      if racks.rack_of(topology, part) == component)
+    return []
 
 
 def _latest_events(engine: sa.Engine, component: str, limit: int) -> list[dict]:
