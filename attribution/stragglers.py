@@ -224,7 +224,10 @@ def _attrs(event: Mapping) -> Mapping:
 
 
 def _hw_throttle(event: Mapping) -> list[str]:
-    return [t for t in _attrs(event).get("throttle") or [] if t in HW_THROTTLE]
+    """`gpu_perf`'s throttle reasons that slow the hardware; a `gpu_thermal`'s `throttle` is
+    a flag or a free word (SPEC §1), which names no reason."""
+    reasons = _attrs(event).get("throttle")
+    return [t for t in reasons if t in HW_THROTTLE] if isinstance(reasons, list) else []
 
 
 def _degraded_link(event: Mapping) -> bool:

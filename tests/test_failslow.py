@@ -32,6 +32,23 @@ def test_every_family_through_the_service(server):
     assert ledger["degradations"]["count"] == len(slow) and ledger["degradations"]["gpu_hours_wasted"] > 0
 
 
+@pytest.mark.parametrize("throttle", [True, "sw_thermal_slowdown"])
+def test_a_thermal_report_whose_throttle_is_a_flag_or_a_word_is_read(server, throttle):
+    """`gpu_thermal`'s `throttle` is a flag or a word (SPEC §1), not `gpu_perf`'s list of
+    reasons: on the slow GPU it names the heat as the cause, and the engine's pass goes on
+    (it once raised on the flag, and every later pass with it: no incident opened anywhere)."""
+    scenario = failslow.scenario_set(1, seed=3, minutes=60, families=("gpu_throttle_silent",))
+    [truth] = scenario.truth
+    host = truth["root_component"].split("/")[0]
+    hot = {"time": truth["onset"], "host": host, "kind": "gpu_thermal", "component": truth["root_component"],
+           "severity": "warning", "attrs": {"temp_c": 91, "throttle": throttle}}
+    assert server.client.post("/v1/events", json=[hot]).json()["accepted"] == 1
+    evaluate.replay(server.client, scenario)
+    assert server.client.post("/v1/analyze").status_code == 200
+    [incident] = server.client.get("/v1/incidents", params={"type": "degradation"}).json()["incidents"]
+    assert (incident["root_cause"]["component"], incident["root_cause"]["cause"]) == (truth["root_component"], "gpu_thermal")
+
+
 def test_a_loss_spike_rolls_back_to_the_last_checkpoint_before_it(server):
     t0 = datetime(2026, 11, 29, 8, tzinfo=UTC)
     job = {"id": "spiky", "start": t0.isoformat(), "gpus_per_host": 8, "hosts": ["node0000", "node0001"]}
