@@ -325,7 +325,10 @@ def _action(component: str | None, cause: str, draft: Draft, cluster: Cluster, p
     if kind == "switch":
         return {"kind": "restart", "target": draft.job or component,
                 "detail": f"repair or replace switch {component}; restart the job from its last checkpoint{priced}"}
-    if cause in ("nvswitch",) or kind == "nvswitch":
+    # A rack's NVSwitch chip (no host: GB200 NVL72) spans many hosts' GPUs, so the job restarts
+    # without its NVLink domain; a baseboard's chip is its host's, evicted like a GPU.
+    if (cause == "nvswitch" or kind == "nvswitch") and (topology is None or component is None
+                                                        or topology.host_of(component) is None):
         return {"kind": "restart", "target": draft.job or host,
                 "detail": f"{host}'s NVLink domain is broken: drain {host} and restart the job from its last checkpoint{priced}"}
     if category == "software" and component:
@@ -441,6 +444,7 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
         *evidence.flapping(draft.evidence, topology),
         *evidence.common_component(draft.evidence, topology),
         *evidence.pcie_switch(draft.evidence, topology),
+        *evidence.nvswitch(draft.evidence, topology),
         *evidence.silence(symptoms, placement, lost),
         *evidence.came_back_broken(draft.evidence, lost),
         *evidence.sequence_lag(symptoms, placement),

@@ -179,6 +179,32 @@ def pcie_switch(items: Sequence[Item], topology: Topology | None, *, min_parts: 
     return votes
 
 
+def nvswitch(items: Sequence[Item], topology: Topology | None, *, min_gpus: int = 2) -> list[Vote]:
+    """Several GPUs of a host reporting NVLink errors while an NVSwitch chip they all link
+    to reports its own: blame the chip (the baseboard's fabric), not each GPU. The chip's own
+    report is required: on a DGX-style baseboard every GPU links to every chip, so the GPUs'
+    errors alone cannot tell the chips apart. (GB200 racks: `racks.nvlink_domain`.)"""
+    if topology is None:
+        return []
+    gpus: dict[str, list[Item]] = defaultdict(list)
+    reporting: set[str] = set()
+    for item in items:
+        if not item.component or item.signal.weight <= 0:
+            continue
+        kind = topology.type_of(item.component)
+        if kind == "gpu" and item.signal.cause == "nvlink":
+            gpus[item.component].append(item)
+        elif kind == "nvswitch" and item.signal.role in ("fault", "evidence"):
+            reporting.add(item.component)
+    votes = []
+    for chip, linked in _parents(gpus, topology, "nvswitch").items():
+        if chip in reporting and len(linked) >= min_gpus:
+            evidence = [item.id for gpu in sorted(linked) for item in gpus[gpu]]
+            score = sum(max(i.signal.weight for i in gpus[gpu]) for gpu in linked) * 1.5
+            votes.append(Vote(chip, score, "nvswitch", "nvswitch", evidence))
+    return votes
+
+
 def waiting(symptoms: Sequence[Item], placement: Placement | None) -> frozenset[str]:
     """The GPUs whose ranks reported waiting in the hung collective: alive at the hang."""
     if placement is None:

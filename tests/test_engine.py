@@ -374,6 +374,29 @@ def test_parts_lost_together_behind_one_pcie_switch_blame_the_switch(cluster, ni
     assert incident.root_cause["component"] == root and incident.root_cause["cause"] == cause
 
 
+@pytest.mark.parametrize("chip_reported", [True, False])
+def test_nvlink_errors_on_many_gpus_under_a_failing_nvswitch_blame_the_chip(cluster, chip_reported):
+    """A baseboard NVSwitch's fatal SXid, then NVLink errors (XID 74) on every GPU of the host:
+    the chip is the part to repair and the host is evicted like a GPU's. Without the chip's own
+    report the GPUs' errors cannot tell the baseboard's four chips apart: a GPU stays blamed.
+    (From an outside audit's scenario, 2026-12-03; it blamed node0011/gpu0 before.)"""
+    stream = Stream()
+    if chip_reported:
+        stream.add("nvswitch_error", "node0011", T0, component="node0011/nvswitch2", severity="critical",
+                   attrs={"sxid": 24007, "text": "Fatal, Link 28 sourcetrack timeout error"})
+    for gpu in range(8):
+        stream.add("gpu_xid", "node0011", T0 + timedelta(seconds=1), component=f"node0011/gpu{gpu}", severity="critical",
+                   attrs={"xid": 74})
+    stream.timeouts(T0 + timedelta(minutes=10), skip=set(range(88, 96)))
+    [incident] = analyse(stream.sorted(), cluster)
+    root, action = incident.root_cause, incident.action
+    if chip_reported:
+        assert (root["component"], root["cause"]) == ("node0011/nvswitch2", "nvswitch")
+        assert (action["kind"], action["target"]) == ("evict", "node0011")
+    else:
+        assert root["component"].startswith("node0011/gpu") and root["cause"] == "nvlink"
+
+
 def test_a_rank_that_cannot_find_its_gpu_does_not_blame_its_own_code(cluster):
     """"invalid device ordinal" says a GPU the launch expected is not there: the rank's own
     GPU index names nothing and its code is not at fault; the host's silence is the lead."""
