@@ -30,6 +30,8 @@ _NVSWITCH_DEVICE = re.compile(r"^(?:nvidia-)?nvswitch(?P<n>\d+)$")
 # Attrs that name a component of the whole cluster, not just of one host.
 _GLOBAL_KEYS = ("uuid", "serial")
 _GLOBAL_EVENT_KEYS = ("uuid", "gpu_uuid", "serial", "board_serial")
+# Kinds only a GPU reports: their bus id names a GPU or nothing.
+_GPU_REPORTED = frozenset({"gpu_xid", "gpu_ecc", "gpu_thermal", "gpu_perf"})
 _DEVICE_KEYS = ("device", "netdev")
 
 
@@ -142,7 +144,7 @@ class Resolver:
         # every event ingested).
         return (
             (racks.resolve(self.topology, event) if event.get("kind") == "nvswitch_error" else None)  # GB200 rack parts
-            or self._by_pci_attrs(host, attrs)
+            or self._by_pci_attrs(host, attrs, event.get("kind"))
             or self._by_global(attrs)
             or self.device(host, attrs.get("device", event.get("device")))
             or self._by_nvswitch_index(host, attrs)
@@ -269,10 +271,15 @@ class Resolver:
             return component
         return None
 
-    def _by_pci_attrs(self, host: str | None, attrs: Mapping[str, Any]) -> str | None:
+    def _by_pci_attrs(self, host: str | None, attrs: Mapping[str, Any], kind: Any) -> str | None:
+        """The part at the event's bus id; for an event only a GPU reports (an Xid, an ECC
+        count) only a GPU: a bus id naming another part there (a stale or wrong graph) is no
+        answer, and the event falls back to its host rather than blame a NIC."""
         found = self.pci(host, attrs.get("pci")) or self.pci(host, attrs.get("bdf"))
-        if found is None or self.topology is None or self.topology.type_of(found) != "gpu":
+        if found is None or self.topology is None:
             return found
+        if self.topology.type_of(found) != "gpu":
+            return None if kind in _GPU_REPORTED else found
         return self._nvlink(found, attrs) or found
 
     def _nvlink(self, gpu: str, attrs: Mapping[str, Any]) -> str | None:

@@ -3,6 +3,7 @@ raw identifiers on ingest — the app in this process over a real DuckDB file; t
 a real server process."""
 
 import copy
+import uuid
 
 import orjson
 import pytest
@@ -42,10 +43,11 @@ def normal(body: dict) -> tuple[list, list]:
 
 
 def stored_component(server: InProcessServer, event: dict) -> str:
-    answer = server.client.post("/v1/events", json=[{"time": T0, **event}]).json()
+    posted = {"time": T0, "id": f"probe-{uuid.uuid4().hex}", **event}
+    answer = server.client.post("/v1/events", json=[posted]).json()
     assert answer["accepted"] == 1, answer
-    found = server.client.get("/v1/events", params={"kind": event["kind"], "host": event["host"]}).json()["events"]
-    return found[-1]["component"]
+    found = server.client.get("/v1/events", params={"kind": event["kind"]}).json()["events"]
+    return next(e["component"] for e in found if e["id"] == posted["id"])
 
 
 def test_round_trip_and_versions(server: InProcessServer, small: dict) -> None:
@@ -162,6 +164,9 @@ def test_raw_identifiers_resolve_on_ingest(server: InProcessServer, small: dict)
         ({"host": "node0003", "kind": "gpu_xid", "attrs": {"xid": 48, "uuid": gpu["uuid"]}}, "node0003/gpu1"),
         ({"host": "node0003", "kind": "nic_link", "attrs": {"device": nic["device"], "state": "down"}}, "node0003/nic6"),
         ({"host": "node0003", "kind": "nic_error", "attrs": {"device": nic["netdev"], "count": 3}}, "node0003/nic6"),
+        # an Xid whose bus id is a NIC's (a wrong or stale graph) is the host's, never the NIC's
+        ({"host": "node0003", "kind": "gpu_xid", "attrs": {"xid": 79, "pci": nic["pci"]}}, "node0003"),
+        ({"host": "node0003", "kind": "pcie_aer", "attrs": {"bdf": nic["pci"] + ".0", "severity": "fatal"}}, "node0003/nic6"),
         ({"host": "node0003", "kind": "nccl_error", "attrs": {"ip": nic["ip"]}}, "node0003/nic6"),
         ({"host": "node0003", "kind": "nvswitch_error", "attrs": {"sxid": 20034, "nvswitch": 2}}, "node0003/nvswitch2"),
         ({"host": "node0003", "kind": "host_mce", "component": "node0003/mlx5_4"}, "node0003/nic4"),
