@@ -288,9 +288,11 @@ def _combine(votes: Sequence[Vote]) -> dict[str, dict[str, Any]]:
 
 
 # Causes that say how a part failed, not why: a GPU falls off the bus when it overheats,
-# loses power or breaks. One of them yields to a reason the same part reported beside it
-# with at least this share of its weight (a single warning is not a reason).
-OUTCOME_CAUSES = frozenset({"gpu_fell_off_bus"})
+# loses power or breaks; a host's machine check (the kernel's "[Hardware Error]" headline,
+# read as `cpu`) is raised as well for a DIMM's uncorrectable error. One of them yields to a
+# reason the same part reported beside it with at least this share of its weight (a single
+# warning is not a reason).
+OUTCOME_CAUSES = frozenset({"gpu_fell_off_bus", "cpu"})
 OUTCOME_YIELD = 0.5
 
 

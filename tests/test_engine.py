@@ -321,6 +321,19 @@ def test_a_hosts_machine_check_names_the_cause_its_silence_only_guesses(cluster)
     assert incident.root_cause["component"] == "node0005" and incident.root_cause["cause"] == "cpu"
 
 
+def test_a_dimms_uncorrectable_error_is_the_reason_its_machine_check_gives(cluster):
+    """EDAC names a DIMM's uncorrectable error, then the kernel's machine-check headlines
+    follow: the headline says how the host failed (read as `cpu`), the DIMM says why.
+    (From an outside audit's scenario, 2026-12-03; it read `cpu` before.)"""
+    stream = Stream()
+    stream.add("host_mem_ecc", "node0025", T0, severity="critical", attrs={"text": "EDAC MC3: 1 UE memory read error"})
+    for seconds, text in ((0.5, "event severity: fatal"), (1.0, "Machine check events logged")):
+        stream.add("host_mce", "node0025", T0 + timedelta(seconds=seconds), severity="critical", attrs={"text": text, "cause": "cpu"})
+    stream.timeouts(T0 + timedelta(minutes=10), skip=set(range(200, 208)))
+    [incident] = analyse(stream.sorted(), cluster)
+    assert (incident.root_cause["component"], incident.root_cause["cause"]) == ("node0025", "system_memory")
+
+
 def test_the_drivers_xid_names_the_memory_a_processs_ecc_error_cannot(cluster):
     """CUDA's "uncorrectable ECC error encountered" from the rank cannot tell HBM from SRAM;
     the driver's Xid 94 names the SM's RAMs: the cause is the driver's."""
