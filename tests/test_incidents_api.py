@@ -3,6 +3,8 @@ one incident with the right root."""
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 
 
@@ -346,6 +348,30 @@ def test_an_xid_posted_without_severity_weighs_as_its_code_says(client):
     assert incident["type"] == "fault" and incident["root_cause"]["component"] == "node0015/gpu6"
     faulty = client.get("/v1/components", params={"state": "faulty"}).json()["components"]
     assert [c["component"] for c in faulty] == ["node0015/gpu6"]
+
+
+@pytest.mark.parametrize("patch", [{"note": "on-call: looking at node0015"},
+                                   {"root_cause": {"cause": "gpu_hbm"}, "note": "HBM per nvidia-smi"}])
+def test_oncalls_word_stays_on_an_incident_a_later_job_takes_over(client, patch):
+    """A GPU fault on a host no known job used is the host's incident; the job registered
+    afterwards takes it over (its scope changes). It stays one incident, with its id and
+    on-call's note and confirmation, not a second one beside it or a new one without them.
+    (From an outside audit, 2026-12-03.)"""
+    assert client.put("/v1/topology", json=TOPOLOGY).status_code == 200
+    xid = {"time": iso(T0), "host": "node0015", "kind": "gpu_xid", "attrs": {"xid": 79, "pci": attrs_of("node0015/gpu6")["pci"]}}
+    assert client.post("/v1/events", json=[xid]).json()["accepted"] == 1
+    first = only_incident(client)
+    assert client.patch(f"/v1/incidents/{first['id']}", json=patch).status_code == 200
+    job = {"id": "late", "start": iso(T0 - timedelta(hours=1)), "gpus_per_host": 8, "hosts": ["node0015"]}
+    assert client.post("/v1/jobs", json=job).status_code < 300
+    later = {"time": iso(T0 + timedelta(minutes=3)), "host": "node0015", "kind": "job_fail", "job": "late",
+             "attrs": {"reason": "NCCL watchdog timeout"}}
+    assert client.post("/v1/events", json=[later]).json()["accepted"] == 1
+    incident = only_incident(client)
+    assert incident["id"] == first["id"] and incident["job"] == "late"
+    assert [n["text"] for n in incident["notes"]] == [patch["note"]]
+    expected = patch.get("root_cause", {}).get("cause", "gpu_fell_off_bus")
+    assert incident["root_cause"]["cause"] == expected
 
 
 def test_a_gpu_that_did_not_come_back_after_the_reboot_stays_one_incident(client):

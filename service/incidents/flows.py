@@ -246,17 +246,41 @@ def _replace_members(conn: Connection, incident_id: str, event_ids: list[str]) -
     store.append(conn, incident_events, pa.table({"incident_id": [incident_id] * len(event_ids), "event_id": event_ids}))
 
 
+def _members(conn: Connection, incident_ids: list[str]) -> dict[str, set[str]]:
+    """The member events of the stored incidents a pass overlaps."""
+    found: dict[str, set[str]] = {incident_id: set() for incident_id in incident_ids}
+    if incident_ids:
+        query = sa.select(incident_events.c.incident_id, incident_events.c.event_id).where(
+            incident_events.c.incident_id.in_(incident_ids))
+        for incident_id, event_id in conn.execute(query):
+            found[incident_id].add(event_id)
+    return found
+
+
+def _rescoped(draft: Draft, unmatched: list[sa.Row], members: dict[str, set[str]]) -> sa.Row | None:
+    """The stored incident a draft of another scope continues: the one sharing most of its
+    member events (a host's incident that a job registered later now owns, say). An event
+    is one incident's, so the stored one is updated in place, keeping its id and on-call's
+    notes, confirmation and status, rather than removed or left open beside the new one."""
+    ids = set(draft.event_ids)
+    shared = {row.id: len(members.get(row.id, set()) & ids) for row in unmatched}
+    best = max(unmatched, key=lambda row: (shared[row.id], row.id), default=None)
+    return best if best is not None and shared[best.id] > 0 else None
+
+
 def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row], *,
               settled_before: datetime = datetime.min, topology_version: int | None = None) -> dict[str, int]:
     """Upsert the engine's incidents of a window over the stored ones it overlaps. Stored
     incidents begun before `settled_before` (stored time: where the window was read from)
     were read only in part: a draft extends them, and none is removed for want of one."""
     unmatched = list(stored)
+    members = _members(conn, [row.id for row in stored])
     opened = updated = 0
     next_number = (conn.execute(sa.select(sa.func.max(incidents.c.number))).scalar() or 0) + 1
     for draft in sorted(drafts, key=lambda d: (d.start, d.scope)):
         match = next((row for row in unmatched if row.scope == draft.scope
                       and store.from_db_time(row.start) <= draft.last + GAP and store.from_db_time(row.last) >= draft.start - GAP), None)
+        match = match or _rescoped(draft, unmatched, members)
         if match is not None and match.start < settled_before:
             unmatched.remove(match)
             conn.execute(incidents.update().where(incidents.c.id == match.id)
