@@ -22,6 +22,7 @@ from faultgraph.service.cluster import Cluster
 from faultgraph.service.config import Settings
 from faultgraph.service.deps import EngineDep, Ingest, LeaseDep, WriterDep
 from faultgraph.service.diagnose import views as diagnose_views
+from faultgraph.service.events import archive as archives
 from faultgraph.service.events import service as events_service
 from faultgraph.service.events import views as events_views
 from faultgraph.service.events.flows import Retention, prune_loop
@@ -61,6 +62,9 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         engine = store.make_engine(settings.db_url, settings)
         store.init_schema(engine)
         app.state.engine = engine
+        with engine.connect() as conn:
+            if (note := archives.unread(conn, app.state.archive)) is not None:
+                log.warning("%s; set it to the archive's folder or bucket", note)
         cluster = Cluster(engine)
         cluster.load()
         app.state.cluster = cluster

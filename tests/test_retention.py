@@ -1,6 +1,7 @@
 """Retention: prune rolls up, archives and removes old raw noise, keeps what explains
 incidents, is idempotent, and a SIGKILL mid-prune loses nothing that should stay."""
 
+import logging
 import os
 import signal
 import subprocess
@@ -21,7 +22,7 @@ from faultgraph.service.events.models import event_rollups, events
 from faultgraph.service.fleet import goodput
 from faultgraph.service.incidents.models import incident_events, incidents
 from faultgraph.service.stats import service as stats_service
-from tests.conftest import store_events
+from tests.conftest import serve_in_process, store_events
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # a fixed clock: retention is relative to it
 
@@ -213,6 +214,26 @@ def test_statistics_over_archived_days_equal_those_before_the_prune(engine, tmp_
     assert live_only["job"] != before["job"] and not live_only["known"]
     assert sorted(archived_ids(archive)) == sorted(
         e["id"] for e in steps + noisy + noise(50, 20) if e["kind"] == "nic_error" or int(e["id"][4:].split("-")[0]) > 7)
+
+
+def test_a_server_not_given_the_archive_says_so(engine, db_url, tmp_path, caplog):
+    """Days pruned into an archive the service was not started with: the start warns, and
+    an answer that reads raw events says its figures count the live store only."""
+    fill(engine, [{"id": f"step{day}", "time": NOW - timedelta(days=day), "host": "node0001", "kind": "train_step",
+                   "job": "steps", "rank": 0, "attrs": {"step": 100 - day, "duration_ms": 900.0}} for day in range(20, 0, -1)])
+    assert prune(engine, Retention(raw_days=30, sample_days=7, archive=open_archive(str(tmp_path / "archive"))), now=NOW)["rows"]
+    engine.dispose()
+    for env, says in (({}, True), ({"FAULTGRAPH_ARCHIVE": str(tmp_path / "archive")}, False)):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="faultgraph"):
+            server = serve_in_process(db_url, env=env)
+        try:
+            notes = server.client.get("/v1/stats/mtbf", params={"scope": "job:steps"}).json()["notes"]
+            notes += server.client.get("/v1/stats/goodput", params={"job": "steps"}).json()["notes"]
+        finally:
+            server.stop()
+        assert sum("FAULTGRAPH_ARCHIVE" in note for note in notes) == (2 if says else 0), notes
+        assert any("FAULTGRAPH_ARCHIVE" in r.getMessage() for r in caplog.records) == says
 
 
 def test_sigkill_mid_archive_to_a_bucket_loses_nothing(engine, db_url, tmp_path, s3_endpoint):

@@ -142,6 +142,18 @@ def from_settings(settings: Settings) -> Archive | None:
                         access_key=settings.archive_access_key, secret_key=secret)
 
 
+def unread(conn: Connection, archive: Archive | None, *, since: datetime | None = None,
+           until: datetime | None = None) -> str | None:
+    """A note for an answer that reads raw events, when days of its window were archived
+    but this server was not given the archive: its figures then count the live store only."""
+    files = recorded(conn, since=since, until=until) if archive is None else []
+    if not files:
+        return None
+    return (f"{len(files)} archived file(s) of this window are not read: the service was started without "
+            "FAULTGRAPH_ARCHIVE (the folder or bucket `faultgraph prune --archive` wrote), so what reads raw "
+            "events counts the live store only")
+
+
 def recorded(conn: Connection, *, since: datetime | None = None, until: datetime | None = None) -> list[str]:
     """The archived files of the days `[since, until]` touch (every day without bounds)."""
     query = sa.select(archive_files.c.path)

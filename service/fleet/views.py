@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.deps import ArchiveDep, ClusterDep, EngineDep
+from faultgraph.service.events import archive as archives
 from faultgraph.service.fleet import goodput, service
 from faultgraph.service.fleet.models import STATES, UNITS
 from faultgraph.service.http import parse_time, split_list
@@ -99,6 +100,9 @@ def get_goodput(
     low, high = _window(since, until)
     with engine.connect() as conn, refusing_inverted_windows():
         found = goodput.goodput(conn, job=job, since=low, until=high, now=datetime.now(UTC), archive=archive)
+        note = archives.unread(conn, archive, since=low, until=high)
     if found is None:
         raise HTTPException(404, f"job {job!r} has no running time in the window")
+    if note is not None:
+        found.setdefault("notes", []).append(note)
     return found

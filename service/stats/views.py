@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.deps import ArchiveDep, ClusterDep, EngineDep
+from faultgraph.service.events import archive as archives
 from faultgraph.service.http import parse_time
 from faultgraph.service.stats import service
 from faultgraph.service.stats.service import UNIT_TYPES
@@ -59,8 +60,11 @@ def get_mtbf(
         if not service.job_known(conn, job=job, archive=archive):
             raise HTTPException(404, f"scope: {scope!r} is not 'cluster', a component type "
                                      f"({', '.join(UNIT_TYPES)}) or a job with stored events")
-        return service.job_mtbf(conn, job=job, since=low, until=high, include_planned=include_planned,
-                                now=datetime.now(UTC), archive=archive)
+        answer = service.job_mtbf(conn, job=job, since=low, until=high, include_planned=include_planned,
+                                  now=datetime.now(UTC), archive=archive)
+        if (note := archives.unread(conn, archive, since=low, until=high)) is not None:
+            answer["notes"].append(note)
+        return answer
 
 
 @router.get("/causes", dependencies=[Depends(require("reader"))])
