@@ -125,6 +125,15 @@ def test_sigkill_mid_prune_loses_nothing_that_should_stay(engine, db_url, tmp_pa
         survivor.dispose()
 
 
+def test_prune_prints_no_line_of_alembic(engine, db_url):
+    """An existing store's migration check ran alembic's plugin setup under prune's INFO logging."""
+    engine.dispose()
+    done = subprocess.run([sys.executable, "-m", "faultgraph.service.cli", "prune", "--db", db_url],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "alembic" not in done.stderr and done.stdout.startswith("pruned 0 raw events"), done.stderr
+
+
 # --- archive to an S3-compatible bucket, and statistics over archive + live store ---------
 
 BUCKET = "faultgraph-archive"

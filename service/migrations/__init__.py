@@ -9,19 +9,22 @@ revision and upgraded from there; a new store is created whole and stamped at th
 import logging
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from alembic.ddl.impl import DefaultImpl
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
+
+# Alembic announces its plugins as it is imported ("setup plugin …") and its context at every
+# start ("Context impl …"): silenced before the imports below, or a command logging at INFO
+# (`faultgraph prune`) prints them. `upgrade` says when a store was migrated.
+logging.getLogger("alembic").setLevel(logging.WARNING)
+
+from alembic import command  # noqa: E402
+from alembic.config import Config  # noqa: E402
+from alembic.ddl.impl import DefaultImpl  # noqa: E402
+from alembic.runtime.migration import MigrationContext  # noqa: E402
+from alembic.script import ScriptDirectory  # noqa: E402
 
 FIRST = "0001"
 
 log = logging.getLogger("faultgraph")
-# Alembic announces its context at every start ("Context impl …", "Will assume transactional
-# DDL"); `faultgraph serve` logs one line, and `upgrade` says when a store was migrated.
-logging.getLogger("alembic.runtime.migration").setLevel(logging.WARNING)
 
 
 class DuckDBImpl(DefaultImpl):
