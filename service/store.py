@@ -185,8 +185,16 @@ UNIQUE_KEYS: dict[str, tuple[str, ...]] = {"events": ("id",)}
 
 
 def table_key(table: sa.Table) -> list[str]:
-    """The columns that identify a row: the primary key, else the table's UNIQUE_KEYS."""
-    return [column.name for column in table.primary_key.columns] or list(UNIQUE_KEYS.get(table.name, ()))
+    """The columns that identify a row: the primary key, else the table's UNIQUE_KEYS, else
+    the key its declaration names in `info` (one no constraint enforces: see `_unenforced`)."""
+    return ([column.name for column in table.primary_key.columns] or list(UNIQUE_KEYS.get(table.name, ()))
+            or list(_unenforced(table)))
+
+
+def _unenforced(table: sa.Table) -> tuple[str, ...]:
+    """The key a table declares in `info` without a constraint (adding one would need a
+    migration, and a store may already hold repeats): a bulk append checks the stored rows."""
+    return tuple(table.info.get("key", ()))
 
 
 def insert_ignoring_duplicates(conn: Connection, rows: pa.Table, *, table_name: str) -> list[str]:
@@ -219,10 +227,12 @@ def _insert_new_duckdb(conn: Connection, rows: pa.Table, table: sa.Table, *, ret
     key = table_key(table)
     columns = ", ".join(f'"{name}"' for name in rows.column_names)
     source = "_incoming i"
+    match = " AND ".join(f'i."{name}" = s."{name}"' for name in key)
+    stored = ", ".join(f'"{name}"' for name in key)
     if table.name in UNIQUE_KEYS and "time" in rows.column_names and rows.num_rows:
-        match = " AND ".join(f'i."{name}" = s."{name}"' for name in key)
-        stored = ", ".join(f'"{name}"' for name in key)
         source += f' ANTI JOIN (SELECT {stored} FROM "{table.name}" WHERE {_near_in_time(rows)}) s ON {match}'
+    elif _unenforced(table):
+        source += f' ANTI JOIN (SELECT {stored} FROM "{table.name}") s ON {match}'
     quoted = ", ".join(f'i."{name}"' for name in key)
     order = ' ORDER BY i."seq"' if "seq" in rows.column_names else ""
     # The window that keeps a key's first row doubles the insert's cost: only when one repeats.
@@ -408,7 +418,9 @@ def _copy_insert_postgres(
     if key:
         keys = ", ".join(f'"{name}"' for name in key)
         order = keys + (', "seq"' if "seq" in rows.column_names else "")
-        select = f'SELECT DISTINCT ON ({keys}) {columns} FROM "{staging}" ORDER BY {order}'
+        stored = " AND ".join(f'"{table_name}"."{name}" = i."{name}"' for name in key)
+        new = f'WHERE NOT EXISTS (SELECT FROM "{table_name}" WHERE {stored})' if _unenforced(table) else ""
+        select = f'SELECT DISTINCT ON ({keys}) {columns} FROM "{staging}" i {new} ORDER BY {order}'
         conflict = " ON CONFLICT DO NOTHING"
     else:
         select, conflict = f'SELECT {columns} FROM "{staging}"', ""

@@ -132,6 +132,28 @@ def test_import_is_idempotent_and_lands_after_existing_events(db_url, other_db_u
     assert min(seq[i] for i in "abc") > max(seq[f"own{i}"] for i in range(5))
 
 
+def timelines(db_url: str) -> dict[str, list[str]]:
+    """Each incident's timeline as its event ids, as a client reads it."""
+    server = serve_in_process(db_url)
+    try:
+        listed = server.client.get("/v1/incidents").json()["incidents"]
+        return {item["id"]: [event["id"] for event in server.client.get(f"/v1/incidents/{item['id']}/timeline").json()["events"]]
+                for item in listed}
+    finally:
+        server.stop()
+
+
+def test_importing_twice_adds_no_incident_event_and_no_timeline_entry(db_url, other_db_url, tmp_path):
+    fill(db_url, batch())
+    assert cli("export", str(tmp_path / "dump"), "--db", db_url).exit_code == 0
+    assert pq.read_metadata(tmp_path / "dump" / "incident_events.parquet").num_rows
+    first = cli("import", str(tmp_path / "dump"), "--db", other_db_url)
+    again = cli("import", str(tmp_path / "dump"), "--db", other_db_url)
+    assert first.exit_code == again.exit_code == 0, again.stderr
+    assert timelines(other_db_url) == timelines(db_url)
+    assert "imported 0 rows" in again.stdout, again.stdout
+
+
 def test_a_failed_import_leaves_the_store_untouched(db_url, other_db_url, tmp_path):
     fill_directly(db_url, batch())
     engine = store.make_engine(db_url)

@@ -49,12 +49,14 @@ incidents = sa.Table(
     sa.Column("slowdown", sa.Float),
 )
 
-# Member and evidence events of each incident, for its timeline.
+# Member and evidence events of each incident, for its timeline. A pair is stored once; no
+# constraint says so (stores already created lack one), so an import checks it (store.table_key).
 incident_events = sa.Table(
     "incident_events",
     metadata,
     sa.Column("incident_id", sa.String, nullable=False, index=True),
     sa.Column("event_id", sa.String, nullable=False),
+    info={"key": ("incident_id", "event_id")},
 )
 
 # Where the engine has got to in the event stream (events.seq), so it resumes after restart.
