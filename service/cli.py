@@ -99,7 +99,7 @@ def serve(
                    err=True)
         raise typer.Exit(2)
     ssl_context = _server_tls(tls_cert, tls_key, tls_client_ca)
-    with _open_store(settings.db_url) as engine, engine.connect() as conn:
+    with _open_store(settings.db_url, instead=TOKENS_OVER_HTTP) as engine, engine.connect() as conn:
         live_tokens = tokens.count(conn)
     loopback = tokens.is_loopback(host)
     if not live_tokens and not loopback:
@@ -152,9 +152,13 @@ def _server_tls(cert: Path | None, key: Path | None, client_ca: Path | None) -> 
         raise typer.Exit(2) from None
 
 
+TOKENS_OVER_HTTP = ", or manage tokens over HTTP with an admin token: POST/GET /v1/tokens, DELETE /v1/tokens/{id}"
+
+
 @contextmanager
-def _open_store(db_url: str) -> Iterator[Engine]:
-    """The store, schema ready, or a clear exit when another process holds it."""
+def _open_store(db_url: str, *, instead: str = "") -> Iterator[Engine]:
+    """The store, schema ready, or one clear line and exit 1 when another process holds it
+    (DuckDB's lock error is a page of traceback); `instead` names another way to do it."""
     engine = store.make_engine(db_url)
     try:
         store.init_schema(engine)
@@ -162,12 +166,8 @@ def _open_store(db_url: str) -> Iterator[Engine]:
     except DBAPIError as exc:
         if "lock" not in str(exc).lower():
             raise
-        typer.echo(
-            f"the database {db_url} is held by another process (a running faultgraph serve?). "
-            "Stop it first, or manage tokens over HTTP with an admin token: POST/GET /v1/tokens, "
-            "DELETE /v1/tokens/{id}.",
-            err=True,
-        )
+        typer.echo(f"the database {db_url} is held by another process (a running faultgraph serve?). "
+                   f"Stop it first{instead}.", err=True)
         raise typer.Exit(1) from None
     finally:
         engine.dispose()
@@ -198,7 +198,7 @@ def token_create(
     settings = load_settings(db)
     expires_in = _duration(expires, "--expires")
     try:
-        with _open_store(settings.db_url) as engine, engine.begin() as conn:
+        with _open_store(settings.db_url, instead=TOKENS_OVER_HTTP) as engine, engine.begin() as conn:
             token, info = tokens.create(conn, role=role, name=name, host_pattern=host_pattern, cert_name=cert_name,
                                         expires_in=expires_in)
             audit.record_in(conn, action="token.create", target=info.id, detail=audit_detail(info))
@@ -215,7 +215,7 @@ def token_list(
 ) -> None:
     """List tokens (never their secrets), one per line, tab-separated; times in UTC."""
     settings = load_settings(db)
-    with _open_store(settings.db_url) as engine, engine.connect() as conn:
+    with _open_store(settings.db_url, instead=TOKENS_OVER_HTTP) as engine, engine.connect() as conn:
         infos = tokens.get_all(conn, include_revoked=all_)
     typer.echo("id\trole\tname\thost_pattern\tcert_name\tcreated\texpires\tlast_used\trevoked")
     for info in infos:
@@ -236,7 +236,7 @@ def token_rotate(
     settings = load_settings(db)
     overlap_for, expires_in = _duration(overlap, "--overlap"), _duration(expires, "--expires")
     try:
-        with _open_store(settings.db_url) as engine, engine.begin() as conn:
+        with _open_store(settings.db_url, instead=TOKENS_OVER_HTTP) as engine, engine.begin() as conn:
             token_id = tokens.resolve_id(conn, token_id)
             done = tokens.rotate(conn, token_id=token_id, overlap=overlap_for or timedelta(0), expires_in=expires_in)
             if done is not None:
@@ -260,7 +260,7 @@ def token_revoke(
     """Revoke a token; a running server stops accepting it within seconds."""
     settings = load_settings(db)
     try:
-        with _open_store(settings.db_url) as engine, engine.begin() as conn:
+        with _open_store(settings.db_url, instead=TOKENS_OVER_HTTP) as engine, engine.begin() as conn:
             token_id = tokens.resolve_id(conn, token_id)
             done = tokens.revoke(conn, token_id=token_id)
             if done:
@@ -288,12 +288,8 @@ def _print_counts(verb: str, counts: dict[str, int], where: str) -> None:
 def export_command(directory: DirArgument, db: DbOption = None) -> None:
     """Write every table to Parquet files (one consistent snapshot), to move to another store."""
     settings = load_settings(db)
-    engine = store.make_engine(settings.db_url)
-    try:
-        store.init_schema(engine)
+    with _open_store(settings.db_url) as engine:
         counts = transfer.export_all(engine, directory)
-    finally:
-        engine.dispose()
     _print_counts("exported", counts, f"to {directory}")
 
 
@@ -301,14 +297,13 @@ def export_command(directory: DirArgument, db: DbOption = None) -> None:
 def import_command(directory: DirArgument, db: DbOption = None) -> None:
     """Load an export into a store (stop the service first); rows already there are skipped."""
     settings = load_settings(db)
-    engine = store.make_engine(settings.db_url)
     try:
-        counts = transfer.import_all(engine, directory)
+        transfer.read_manifest(directory)  # a wrong directory is told before a store is created
+        with _open_store(settings.db_url) as engine:
+            counts = transfer.import_all(engine, directory)
     except ValueError as exc:
         typer.echo(f"faultgraph import: {exc}", err=True)
         raise typer.Exit(2) from None
-    finally:
-        engine.dispose()
     where = sa.engine.make_url(settings.db_url).render_as_string(hide_password=True)
     _print_counts("imported", counts, f"into {where} (rows already there are not counted)")
 
@@ -334,12 +329,8 @@ def prune(
     _check_archive(settings)
     retention = Retention.from_settings(settings)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    engine = store.make_engine(settings.db_url)
-    try:
-        store.init_schema(engine)
+    with _open_store(settings.db_url, instead=": the service runs this pass every hour") as engine:
         done = prune_store(engine, retention, now=datetime.now(UTC))
-    finally:
-        engine.dispose()
     typer.echo(f"pruned {done['rows']:,} raw events over {done['days']} days")
 
 

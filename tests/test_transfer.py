@@ -1,6 +1,8 @@
 """`faultgraph export` / `faultgraph import`: every table through Parquet, between backends."""
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -152,6 +154,31 @@ def test_importing_twice_adds_no_incident_event_and_no_timeline_entry(db_url, ot
     assert first.exit_code == again.exit_code == 0, again.stderr
     assert timelines(other_db_url) == timelines(db_url)
     assert "imported 0 rows" in again.stdout, again.stdout
+
+
+@pytest.fixture
+def held_store(tmp_path: Path) -> Iterator[str]:
+    """A DuckDB store another process holds open, as a running `faultgraph serve` does."""
+    path = tmp_path / "held.duckdb"
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, sys; c = duckdb.connect({str(path)!r}); "
+                               "print('held', flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        yield f"duckdb:///{path}"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize("command", ["export", "import", "prune"])
+def test_store_commands_explain_a_database_held_by_another_process(held_store, tmp_path, command):
+    dump = tmp_path / "dump"
+    assert cli("export", str(dump), "--db", f"duckdb:///{tmp_path / 'empty.duckdb'}").exit_code == 0
+    done = cli(*([command] if command == "prune" else [command, str(dump)]), "--db", held_store)
+    assert done.exit_code == 1 and not isinstance(done.exception, Exception), done.exception
+    assert done.stderr.startswith(f"the database {held_store} is held by another process"), done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.output
 
 
 def test_a_failed_import_leaves_the_store_untouched(db_url, other_db_url, tmp_path):
