@@ -208,6 +208,20 @@ def db_url(tmp_path: Path) -> Iterator[str]:
     yield from empty_store(tmp_path, "faultgraph")
 
 
+def store_token(db_url: str, *, role: str, name: str) -> str:
+    """Create the store at `db_url` with one token of `role` (so every request then needs
+    one) and return the token, before a server opens the store."""
+    from faultgraph.service import store
+    from faultgraph.service.auth import service as tokens
+
+    engine = store.make_engine(db_url)
+    store.init_schema(engine)
+    with engine.begin() as conn:
+        made = tokens.create(conn, role=role, name=name)[0]
+    engine.dispose()
+    return made
+
+
 def store_events(engine: "Engine", items: list[dict], *, received: "datetime", enrich=None) -> None:
     """Insert validated events straight into a store, numbered after its last `seq`: the
     writer's insert without its thread, for tests of what reads the store."""

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import InProcessServer, serve_in_process
+from conftest import InProcessServer, serve_in_process, store_token
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_auth import bearer, cli
@@ -362,11 +362,7 @@ def test_components_resolve_through_the_topology():
 
 def test_route_resolves_through_the_servers_topology(tmp_path):
     db_url = f"duckdb:///{tmp_path / 'faultgraph.duckdb'}"
-    engine = store.make_engine(db_url)
-    store.init_schema(engine)
-    with engine.begin() as conn:
-        admin = tokens.create(conn, role="admin", name="test-admin")[0]
-    engine.dispose()
+    admin = store_token(db_url, role="admin", name="test-admin")
     srv = serve_in_process(db_url)
     try:
         assert srv.client.put("/v1/topology", json=RAIL_OPTIMIZED, headers=bearer(admin)).status_code == 200

@@ -13,11 +13,9 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import Server, empty_store, start_server
+from conftest import Server, empty_store, start_server, store_token
 from slurm import SlurmCluster, slurm_cluster, start_slurm  # noqa: F401  (fixture)
 
-from faultgraph.service import store
-from faultgraph.service.auth import service as tokens
 from faultgraph.service.schedulers import slurm, spool
 
 NOW = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
@@ -114,11 +112,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, 
     """A real server whose store holds tokens (so every request needs one), and a reader's."""
     stores = empty_store(tmp_path_factory.mktemp("secured"), "faultgraph")
     db_url = next(stores)
-    engine = store.make_engine(db_url)
-    store.init_schema(engine)
-    with engine.begin() as conn:
-        reader = tokens.create(conn, role="reader", name="slurm-test-reader")[0]
-    engine.dispose()
+    reader = store_token(db_url, role="reader", name="slurm-test-reader")
     srv = start_server(db_url)
     yield srv, reader
     srv.stop()
