@@ -89,11 +89,7 @@ def classify(event: dict[str, Any]) -> Signal:
     if kind == "train_step":
         return Signal("ignore", "unknown", 0.0, False)
 
-    entry = None
-    if kind == "gpu_xid" and isinstance(attrs.get("xid"), int):
-        entry = catalogue.xid(attrs["xid"])
-    elif kind == "nvswitch_error" and isinstance(attrs.get("sxid"), int):
-        entry = catalogue.sxid(attrs["sxid"])
+    entry = catalogue.code_entry(kind, attrs)
     severity = _severity(event)
     if entry is not None:
         cause, interrupts, role = entry.cause, entry.interrupts, entry.role

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -255,6 +256,19 @@ def load_dir(directory: Path) -> Catalogue:
         maps=maps, int_attrs=frozenset(data["types"]["int"]),
         null_values=frozenset(data["types"]["null"]), nvlink5=nvlink5, fm_codes=fm_codes,
     )
+
+
+# Kinds whose events name a catalogued code, and the attr that holds it.
+CODED_KINDS = {"gpu_xid": "xid", "nvswitch_error": "sxid"}
+
+
+def code_entry(kind: str, attrs: Mapping[str, Any]) -> CodeEntry | None:
+    """The catalogue entry of the Xid or SXid an event's attrs name, or None."""
+    name = CODED_KINDS.get(kind)
+    code = attrs.get(name) if name else None
+    if not isinstance(code, int) or isinstance(code, bool):
+        return None
+    return xid(code) if kind == "gpu_xid" else sxid(code)
 
 
 def xid(code: int) -> CodeEntry | None:

@@ -21,23 +21,14 @@ from faultgraph.service.events.models import KINDS, SERVICE_KINDS, EventList, On
 
 DEFAULT_SEVERITY = {kind: severity for kind, (_, severity) in KINDS.items()}
 
-# Kinds whose severity the catalogue knows per code: the attr naming it, and the lookup.
-_CODED = {"gpu_xid": ("xid", catalogue.xid), "nvswitch_error": ("sxid", catalogue.sxid)}
-
-
 def default_severity(event: dict) -> str:
     """The severity of an event posted without one: by kind (SPEC §1), refined by the code
     for an Xid or SXid the catalogue lists, as the agent's parse of the same line sets it:
     an Xid 79 is critical (the GPU needs repair, a `fault` even when no job was running),
     a video engine's Xid 82 a warning."""
-    kind = event["kind"]
-    coded = _CODED.get(kind)
-    if coded is not None:
-        code = (event.get("attrs") or {}).get(coded[0])
-        entry = coded[1](code) if isinstance(code, int) and not isinstance(code, bool) else None
-        if entry is not None:
-            return entry.severity
-    return DEFAULT_SEVERITY[kind]
+    entry = catalogue.code_entry(event["kind"], event.get("attrs") or {})
+    return entry.severity if entry is not None else DEFAULT_SEVERITY[event["kind"]]
+
 
 # Mutates a validated event in place: fills `component`/`job` from the topology and jobs.
 Enricher = Callable[[dict], None]
@@ -257,7 +248,8 @@ def rows_of_group(group: list[Pending], *, enrich: Enricher | None = None) -> pa
             times[i] = (event["time"] - _EPOCH) // _MICROSECOND
             received[i] = at
             components[i] = event.get("component") or host
-            severities[i] = event.get("severity") or (DEFAULT_SEVERITY[kind] if kind not in _CODED else default_severity(event))
+            severities[i] = event.get("severity") or (DEFAULT_SEVERITY[kind] if kind not in catalogue.CODED_KINDS
+                                                          else default_severity(event))
             jobs[i] = event.get("job")
             ranks[i] = event.get("rank")
             messages[i] = event.get("message")
