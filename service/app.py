@@ -20,7 +20,7 @@ from faultgraph.service.auth.middleware import INGEST_PATHS, Authenticate
 from faultgraph.service.auth.service import Authenticator
 from faultgraph.service.cluster import Cluster
 from faultgraph.service.config import Settings
-from faultgraph.service.deps import EngineDep, Ingest, LeaseDep, WriterDep
+from faultgraph.service.deps import EngineDep, Ingest, LeaseDep, RunnerDep, WriterDep
 from faultgraph.service.diagnose import views as diagnose_views
 from faultgraph.service.events import archive as archives
 from faultgraph.service.events import service as events_service
@@ -168,12 +168,17 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         return RedirectResponse("/ui/")
 
     @app.get("/healthz", tags=["health"])
-    def healthz(engine: EngineDep, writer: WriterDep, lease: LeaseDep) -> dict:
+    def healthz(engine: EngineDep, writer: WriterDep, lease: LeaseDep, runner: RunnerDep) -> dict:
         """Liveness and readiness: the store answers and the writer is keeping up; `leader`
-        says whether this replica runs the incident engine and the liveness watcher."""
+        says whether this replica runs the incident engine and the liveness watcher.
+        `engine_failures` counts the engine's passes failed in a row: while it is not 0 no
+        incident opens or moves and `status` is `degraded` (still a 200: ingest works, and a
+        restart would not mend what the pass trips on; the ERROR log names it)."""
         with engine.connect() as conn:
             conn.exec_driver_sql("SELECT 1")
-        return {"status": "ok", "writer_queue": writer.depth, "leader": lease.held}
+        failures = runner.failures
+        return {"status": "degraded" if failures else "ok", "writer_queue": writer.depth, "leader": lease.held,
+                "engine_failures": failures}
 
     def openapi() -> dict:
         """FastAPI's schema, with 422 documented as the `{"detail": "..."}` actually sent, and

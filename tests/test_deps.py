@@ -13,10 +13,13 @@ from faultgraph.service.config import Settings
 def test_healthz_reads_the_lease_and_writer_through_their_dependencies(db_url: str) -> None:
     app = create_app(Settings(db_url=db_url), open_without_tokens=True)
     with TestClient(app) as client:
-        assert client.get("/healthz").json() == {"status": "ok", "writer_queue": 0, "leader": True}  # DuckDB: one process leads
+        assert client.get("/healthz").json() == {"status": "ok", "writer_queue": 0, "leader": True,  # DuckDB: one process leads
+                                                 "engine_failures": 0}
         app.dependency_overrides[deps.lease] = lambda: SimpleNamespace(held=False)
         app.dependency_overrides[deps.writer] = lambda: SimpleNamespace(depth=7)
-        assert client.get("/healthz").json() == {"status": "ok", "writer_queue": 7, "leader": False}
+        app.dependency_overrides[deps.runner] = lambda: SimpleNamespace(failures=3)
+        assert client.get("/healthz").json() == {"status": "degraded", "writer_queue": 7, "leader": False,
+                                                 "engine_failures": 3}
 
 
 def test_no_dependency_adds_a_parameter_to_the_api() -> None:

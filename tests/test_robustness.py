@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 import schemathesis
 from conftest import Server, start_server, stored_ids
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -21,6 +22,8 @@ from schemathesis.specs.openapi.checks import ignored_auth, response_schema_conf
 from faultgraph.service import store
 from faultgraph.service.app import create_app
 from faultgraph.service.auth import service as tokens
+from faultgraph.service.config import Settings
+from faultgraph.service.incidents import flows
 from faultgraph.service.writer import GroupWriter, WriterBusy
 
 T0 = "2026-11-29T08:00:00Z"
@@ -323,3 +326,27 @@ def test_storm_of_concurrent_agents(tmp_path):
               f"{statuses.count(503)} answers 503 + Retry-After, 0 lost, 0 duplicated")
     finally:
         srv.stop()
+
+
+def test_a_failing_engine_pass_shows_in_healthz_until_a_pass_succeeds(db_url, monkeypatch):
+    """A pass that raises (a store fault, an input the engine trips on) stops incidents while
+    ingest goes on; /healthz says so instead of `ok`, and clears once a pass succeeds."""
+    real = flows.analyze_pending
+
+    def tripping(*args, **kwargs):
+        raise RuntimeError("the engine trips on something")
+
+    def health(client, until) -> dict:
+        deadline = time.monotonic() + 30
+        while not until(answer := client.get("/healthz").json()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return answer
+
+    with TestClient(create_app(Settings(db_url=db_url), open_without_tokens=True)) as client:
+        monkeypatch.setattr(flows, "analyze_pending", tripping)
+        client.app.state.runner.wake()
+        failing = health(client, lambda a: a["engine_failures"] > 0)
+        assert failing["status"] == "degraded" and failing["engine_failures"] >= 1
+        monkeypatch.setattr(flows, "analyze_pending", real)
+        client.app.state.runner.wake()
+        assert health(client, lambda a: a["engine_failures"] == 0)["status"] == "ok"

@@ -424,6 +424,11 @@ class IncidentRunner:
     def close(self) -> None:
         self._loop.close()
 
+    @property
+    def failures(self) -> int:
+        """Background passes failed in a row (0 after one succeeds)."""
+        return self._loop.failures
+
     def run_once(self) -> dict[str, int]:
         """Analyse everything committed so far; callers wait for the pass to finish."""
         return self._run(lambda seconds: True)
