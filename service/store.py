@@ -19,6 +19,9 @@ import pyarrow.csv as pa_csv
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import CreateColumn
+from sqlalchemy.sql.compiler import DDLCompiler
 
 from faultgraph.service.config import Settings
 
@@ -26,6 +29,17 @@ metadata = sa.MetaData()
 
 # JSON columns: JSONB on PostgreSQL, DuckDB's JSON elsewhere.
 JSON = sa.JSON().with_variant(JSONB(), "postgresql")
+
+# A column's compression on DuckDB, where DuckDB's own choice makes a query's cost grow with
+# the history: `sa.Column(..., info={DUCKDB_COMPRESSION: "uncompressed"})`.
+DUCKDB_COMPRESSION = "duckdb_compression"
+
+
+@compiles(CreateColumn, "duckdb")
+def _duckdb_column(create: CreateColumn, compiler: DDLCompiler, **kw: Any) -> str:
+    text = compiler.visit_create_column(create, **kw)
+    compression = create.element.info.get(DUCKDB_COMPRESSION)
+    return f"{text} USING COMPRESSION {compression}" if text and compression else text
 
 
 def to_db_time(value: datetime) -> datetime:

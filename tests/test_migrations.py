@@ -100,3 +100,52 @@ def test_a_store_from_a_newer_release_is_refused(db_url: str):
             store.init_schema(engine)
     finally:
         engine.dispose()
+
+
+def _component_compression(path: Path) -> set[str]:
+    con = duckdb.connect(str(path))
+    try:
+        con.execute("CHECKPOINT")
+        return {row[0] for row in con.execute("SELECT compression FROM pragma_storage_info('events') "
+                                              "WHERE column_name = 'component' AND segment_type = 'VARCHAR'").fetchall()}
+    finally:
+        con.close()
+
+
+def _add_repetitive_events(path: Path) -> None:
+    """5,000 events over 80 component names: DuckDB's own choice for such a column is
+    dictionary compression."""
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO events (id, seq, time, received, host, kind, component, severity) "
+                "SELECT 'bulk' || i, 1000000 + i, TIMESTAMP '2026-11-01' + to_seconds(i), TIMESTAMP '2026-11-01', "
+                "'node' || (i % 10), 'gpu_ecc', 'node' || (i % 10) || '/gpu' || (i % 8), 'warning' FROM range(5000) t(i)")
+    con.close()
+
+
+def _rows(path: Path) -> list[tuple]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute("SELECT * FROM events ORDER BY rowid").fetchall()
+    finally:
+        con.close()
+
+
+@pytest.mark.skipif(chosen_backend() != "duckdb", reason="a DuckDB storage detail")
+def test_duckdb_stores_event_components_uncompressed_in_new_and_migrated_stores(tmp_path: Path):
+    old = tmp_path / "release-0.1.0.duckdb"
+    _load_duckdb(old)
+    _add_repetitive_events(old)
+    assert _component_compression(old) != {"Uncompressed"}  # what the migration has to change
+    before = _rows(old)
+    engine = store.make_engine(f"duckdb:///{old}")
+    store.init_schema(engine)
+    engine.dispose()
+    assert _component_compression(old) == {"Uncompressed"}
+    assert _rows(old) == before  # every row, in its stored order
+
+    new = tmp_path / "new.duckdb"
+    engine = store.make_engine(f"duckdb:///{new}")
+    store.init_schema(engine)
+    engine.dispose()
+    _add_repetitive_events(new)
+    assert _component_compression(new) == {"Uncompressed"}

@@ -21,7 +21,7 @@ from pydantic import (
 from typing_extensions import TypedDict
 
 from faultgraph.ingest.causes import CAUSES
-from faultgraph.service.store import JSON, metadata
+from faultgraph.service.store import DUCKDB_COMPRESSION, JSON, metadata
 
 events = sa.Table(
     "events",
@@ -32,7 +32,10 @@ events = sa.Table(
     sa.Column("received", sa.DateTime, nullable=False),
     sa.Column("host", sa.String, nullable=False),
     sa.Column("kind", sa.String, nullable=False),
-    sa.Column("component", sa.String),
+    # Uncompressed on DuckDB: its dictionary compression of a cluster's ~30,000 component
+    # names is decoded whole whenever the column is filtered or a row of it read, so one
+    # component's events cost more as the store fills (service/PERFORMANCE.md).
+    sa.Column("component", sa.String, info={DUCKDB_COMPRESSION: "uncompressed"}),
     sa.Column("severity", sa.String),
     sa.Column("job", sa.String),
     sa.Column("rank", sa.Integer),
