@@ -22,6 +22,14 @@ printed beside the ratio to the first checkpoint. At the first checkpoint the tw
 hold the same events, so their p50s there show the method's own noise. The reference is a
 fresh DuckDB file by default; with `--db`, `--reference-db` names an empty database of the
 same backend (without it there is no reference).
+
+The ingest rate of the first 100,000 events is a stretch of under 2 s, as noisy as those
+p50s (50,700–63,100 events/s over six runs of one afternoon whose last stretches all ran
+at 44,200–49,400/s). So at the first checkpoint and at the end both stores also take the
+next `--probe` events of their own streams in turn, 10,000 at a time, and the rates of the
+two are compared: at the end, a store of millions of events against one of a few hundred
+thousand, at the same moment; at the first checkpoint, where both are small, the method's
+own noise. Those events count in the figures printed after them.
 """
 
 import argparse
@@ -31,6 +39,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -136,6 +145,21 @@ def disk_bytes(db_url: str) -> tuple[int, int]:
     return size, rows
 
 
+def ingest_in_turn(targets: list[tuple[str, Iterator[dict]]], *, total: int, batch: int,
+                   concurrency: int, step: int = 10_000) -> tuple[list[float], list[datetime]]:
+    """Each (url, stream)'s ingest rate over `total` more events of its stream, posted in
+    steps of `step` that alternate between the targets so that their rates share the
+    machine's moments; and each stream's last event time."""
+    elapsed, last = [0.0] * len(targets), [START] * len(targets)
+    for _ in range(max(1, total // step)):
+        for i, (url, events) in enumerate(targets):
+            bodies, last[i] = bodies_until(events, step, batch)
+            started = time.perf_counter()
+            asyncio.run(post(url, bodies, concurrency))
+            elapsed[i] += time.perf_counter() - started
+    return [max(1, total // step) * step / seconds for seconds in elapsed], last
+
+
 def bodies_until(events, count: int, batch: int) -> tuple[list[bytes], datetime]:
     """The next `count` events of the stream as posted bodies, and the last one's time."""
     bodies, last = [], START
@@ -158,6 +182,8 @@ def main() -> None:
                                                "(default: a fresh DuckDB file, or none when --db is given)")
     parser.add_argument("--samples", type=int, default=45,
                         help="queries of each kind per checkpoint (15 let one run's first p50 alone decide a ratio)")
+    parser.add_argument("--probe", type=int, default=200_000,
+                        help="events each store takes in turn at the first checkpoint and at the end (0: none)")
     args = parser.parse_args()
 
     marks = [100_000, *range(args.checkpoint, args.events + 1, args.checkpoint)]
@@ -172,10 +198,11 @@ def main() -> None:
         server = start_server(db_url)
         first_start = time.perf_counter() - started
         rows: list[dict] = []
-        posted, peak, last_time = 0, 0.0, START
+        posted, probed, peak, last_time = 0, 0, 0.0, START
+        reference_events = stream(args.noise)
         try:
             if reference is not None:
-                reference_bodies, reference_until = bodies_until(stream(args.noise), marks[0], args.batch)
+                reference_bodies, reference_until = bodies_until(reference_events, marks[0], args.batch)
                 asyncio.run(post(reference.url, reference_bodies, args.concurrency))
             for mark in marks:
                 bodies, last_time = bodies_until(events, mark - posted, args.batch)
@@ -183,13 +210,21 @@ def main() -> None:
                 started = time.perf_counter()
                 asyncio.run(post(server.url, bodies, args.concurrency))
                 elapsed = time.perf_counter() - started
+                in_turn = None
+                if reference is not None and args.probe and mark in (marks[0], marks[-1]):
+                    in_turn, (last_time, reference_until) = ingest_in_turn(
+                        [(server.url, events), (reference.url, reference_events)],
+                        total=args.probe, batch=args.batch, concurrency=args.concurrency)
+                    probed += args.probe
+                    print(f"{posted + probed:>10,} posted  in turn with the reference store: {in_turn[0]:,.0f} against "
+                          f"{in_turn[1]:,.0f} events/s ({in_turn[0] / in_turn[1]:.2f})", flush=True)
                 stores = [(server.client, last_time)] + ([(reference.client, reference_until)] if reference else [])
                 queries, *alongside = query_p50s(stores, args.samples)
                 rss = rss_mib(server.process.pid)
                 peak = max(peak, peak_rss_mib(server.process.pid))
-                rows.append({"posted": posted, "rate": size / elapsed, "rss": rss, "peak": peak, **queries,
-                             "reference": alongside[0] if alongside else None})
-                print(f"{posted:>10,} posted  {size / elapsed:>8,.0f} events/s  RSS {rss:>5,.0f} MiB (peak {peak:,.0f})  "
+                rows.append({"posted": posted + probed, "rate": size / elapsed, "rss": rss, "peak": peak, **queries,
+                             "reference": alongside[0] if alongside else None, "in_turn": in_turn})
+                print(f"{posted + probed:>10,} posted  {size / elapsed:>8,.0f} events/s  RSS {rss:>5,.0f} MiB (peak {peak:,.0f})  "
                       + "  ".join(f"{name} {ms:.1f} ms" for name, ms in queries.items())
                       + (f"  (reference {' / '.join(f'{ms:.1f}' for ms in alongside[0].values())} ms)" if alongside else ""),
                       flush=True)
@@ -206,6 +241,9 @@ def main() -> None:
     print(f"cluster time covered        {(last_time - START).total_seconds() / 3600:.1f} h of {HOSTS:,} hosts "
           f"(heartbeat each {BEAT_S} s, noise {args.noise:.0%})")
     print(f"ingest at end / at 100k     {last['rate'] / first['rate']:.2f}  (target ≥ 0.8)")
+    if last["in_turn"] and first["in_turn"]:
+        print(f"ingest at end / reference store in turn  {last['in_turn'][0] / last['in_turn'][1]:.2f}  "
+              f"(at the first checkpoint, both small: {first['in_turn'][0] / first['in_turn'][1]:.2f})")
     for name in ("host-hour", "component", "cluster-hour"):
         alongside = last["reference"]
         print(f"{name:<12} p50 end/100k  {last[name] / first[name]:.2f}  ({first[name]:.1f} → {last[name]:.1f} ms)"
