@@ -113,7 +113,7 @@ def _component_compression(path: Path) -> set[str]:
 
 
 def _add_repetitive_events(path: Path) -> None:
-    """5,000 events over 80 component names: DuckDB's own choice for such a column is
+    """5,000 events over 40 component names: DuckDB's own choice for such a column is
     dictionary compression."""
     con = duckdb.connect(str(path))
     con.execute("INSERT INTO events (id, seq, time, received, host, kind, component, severity) "
