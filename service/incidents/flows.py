@@ -257,13 +257,12 @@ def _members(conn: Connection, incident_ids: list[str]) -> dict[str, set[str]]:
     return found
 
 
-def _rescoped(conn: Connection, draft: Draft, unmatched: list[sa.Row]) -> sa.Row | None:
+def _rescoped(draft: Draft, unmatched: list[sa.Row], members: dict[str, set[str]]) -> sa.Row | None:
     """The stored incident a draft of another scope continues: the one sharing most of its
     member events (a host's incident that a job registered later now owns, say). An event
     is one incident's, so the stored one is updated in place, keeping its id and on-call's
     notes, confirmation and status, rather than removed or left open beside the new one."""
     ids = set(draft.event_ids)
-    members = _members(conn, [row.id for row in unmatched])  # read only for a draft no stored one of its scope continues
     shared = {row.id: len(members.get(row.id, set()) & ids) for row in unmatched}
     best = max(unmatched, key=lambda row: (shared[row.id], row.id), default=None)
     return best if best is not None and shared[best.id] > 0 else None
@@ -275,12 +274,18 @@ def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row], *,
     incidents begun before `settled_before` (stored time: where the window was read from)
     were read only in part: a draft extends them, and none is removed for want of one."""
     unmatched = list(stored)
+    # Read on the first draft no stored incident of its scope continues, then kept: an
+    # unmatched incident's members do not change during the pass.
+    members: dict[str, set[str]] | None = None
     opened = updated = 0
     next_number = (conn.execute(sa.select(sa.func.max(incidents.c.number))).scalar() or 0) + 1
     for draft in sorted(drafts, key=lambda d: (d.start, d.scope)):
         match = next((row for row in unmatched if row.scope == draft.scope
                       and store.from_db_time(row.start) <= draft.last + GAP and store.from_db_time(row.last) >= draft.start - GAP), None)
-        match = match or _rescoped(conn, draft, unmatched)
+        if match is None:
+            if members is None:
+                members = _members(conn, [row.id for row in unmatched])
+            match = _rescoped(draft, unmatched, members)
         if match is not None and match.start < settled_before:
             unmatched.remove(match)
             conn.execute(incidents.update().where(incidents.c.id == match.id)
