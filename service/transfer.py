@@ -18,6 +18,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from faultgraph.service import store
+from faultgraph.service.events.models import events
+from faultgraph.service.progress.models import train_progress
 
 FORMAT = "faultgraph-export"
 MANIFEST = "manifest.json"
@@ -161,26 +163,36 @@ def import_all(engine: Engine, directory: Path) -> dict[str, int]:
     `seq` numbers are shifted past the store's own, so an import lands as newly arrived.
     Everything happens in one transaction: an error leaves the store as it was. Stop the
     service while importing: its writer numbers `seq` from what it saw at start.
+
+    Into a store that has events of its own, the engine then reads the imported events
+    afresh and folds their step reports into the job series again (`service/progress`):
+    the series rows of a step whose reports the export holds are left to it, or the step
+    would count twice; those of steps whose reports retention had pruned are imported.
     """
     manifest = read_manifest(directory)
     store.init_schema(engine)
     counts: dict[str, int] = {}
     with engine.begin() as conn:
+        refolded: set[tuple[str, int]] | None = None
         for table in data_tables():
-            entry = manifest["tables"].get(table.name)
-            if entry is None:
+            path = _table_file(directory, manifest, table)
+            if path is None:
                 continue
-            path = directory / str(entry.get("file", f"{table.name}.parquet"))
-            if path.parent != directory or not path.is_file():
-                raise ValueError(f"{directory}: the file of table {table.name} is missing or outside the export")
             offset = 0
             if "seq" in table.c:
                 offset = conn.execute(sa.select(sa.func.coalesce(sa.func.max(table.c.seq), 0))).scalar_one()
+                if table is events and offset:
+                    refolded = _reported_steps(path)
             counts[table.name] = 0
             try:
                 parquet = pq.ParquetFile(path)
+                read = 0
                 for batch in parquet.iter_batches(batch_size=CHUNK_ROWS):
-                    rows = _conform(pa.Table.from_batches([batch]), table, path)
+                    rows = pa.Table.from_batches([batch])
+                    if table is train_progress:
+                        rows = _progress_rows(rows, read, refolded)
+                    read += batch.num_rows
+                    rows = _conform(rows, table, path)
                     if offset:
                         index = rows.schema.get_field_index("seq")
                         shifted = pc.add(rows.column(index), pa.scalar(offset, pa.int64()))
@@ -190,3 +202,41 @@ def import_all(engine: Engine, directory: Path) -> dict[str, int]:
                 raise ValueError(f"{path}: not a readable Parquet file: {exc}") from None
         store.advance_sequences(conn)
     return counts
+
+
+def _table_file(directory: Path, manifest: dict, table: sa.Table) -> Path | None:
+    """The export's file of `table`, None when the export has none (an older release's)."""
+    entry = manifest["tables"].get(table.name)
+    if entry is None:
+        return None
+    path = directory / str(entry.get("file", f"{table.name}.parquet"))
+    if path.parent != directory or not path.is_file():
+        raise ValueError(f"{directory}: the file of table {table.name} is missing or outside the export")
+    return path
+
+
+def _progress_rows(rows: pa.Table, read: int, refolded: set[tuple[str, int]] | None) -> pa.Table:
+    """Series rows to import: without those of the `refolded` steps, and numbered where an
+    export made before `through_seq` lacks it (minus their place in the file: the same
+    for the same file, apart from every real fold's)."""
+    if "through_seq" not in rows.column_names:
+        rows = rows.append_column("through_seq", pa.array(range(-read - 1, -read - rows.num_rows - 1, -1), pa.int64()))
+    if refolded:
+        keep = [(job, step) not in refolded for job, step in
+                zip(rows.column("job").to_pylist(), rows.column("step").to_pylist())]
+        rows = rows.filter(pa.array(keep, pa.bool_()))
+    return rows
+
+
+def _reported_steps(path: Path) -> set[tuple[str, int]]:
+    """The (job, step) of every step report in an export's events file."""
+    try:
+        rows = pq.read_table(path, columns=["kind", "job", "attrs"], filters=[("kind", "=", "train_step")])
+    except (pa.ArrowException, KeyError) as exc:
+        raise ValueError(f"{path}: not a readable events file: {exc}") from None
+    found: set[tuple[str, int]] = set()
+    for job, attrs in zip(rows.column("job").to_pylist(), rows.column("attrs").to_pylist()):
+        step = orjson.loads(attrs).get("step") if job and attrs else None
+        if isinstance(step, int):
+            found.add((job, step))
+    return found

@@ -6,6 +6,7 @@ import logging
 import shutil
 import subprocess
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -149,3 +150,33 @@ def test_duckdb_stores_event_components_uncompressed_in_new_and_migrated_stores(
     engine.dispose()
     _add_repetitive_events(new)
     assert _component_compression(new) == {"Uncompressed"}
+
+
+def test_train_progress_rows_of_a_0005_store_are_merged_per_step_under_the_fold_cursor(db_url: str):
+    """A store at revision 0005 held partial series rows with nothing to tell them apart:
+    each step's become one row keyed by the fold cursor, and the series is unchanged."""
+    engine = store.make_engine(db_url)
+    try:
+        store.init_schema(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP TABLE train_progress"))  # as this release made it until 0006
+            conn.execute(sa.text("CREATE TABLE train_progress (job VARCHAR NOT NULL, step BIGINT NOT NULL, "
+                                 "time TIMESTAMP NOT NULL, reports INTEGER NOT NULL, duration_ms DOUBLE PRECISION NOT NULL)"))
+            conn.execute(sa.text("CREATE INDEX ix_train_progress_job ON train_progress (job)"))
+            conn.execute(sa.text("UPDATE alembic_version SET version_num = '0005'"))
+            conn.execute(sa.text("INSERT INTO engine_state (name, last_seq) VALUES ('degradations', 40)"))
+            conn.execute(sa.text(
+                "INSERT INTO train_progress (job, step, time, reports, duration_ms) VALUES "
+                "('llama', 7, '2026-11-29 08:00:01', 3, 3000.0), ('llama', 7, '2026-11-29 08:00:02', 1, 1400.0), "
+                "('llama', 8, '2026-11-29 08:00:03', 4, 4000.0)"))
+        store.init_schema(engine)
+        with engine.connect() as conn:
+            assert migrations.current(conn) == migrations.head()
+            rows = conn.execute(sa.text("SELECT job, step, time, reports, duration_ms, through_seq FROM train_progress "
+                                        "ORDER BY step")).all()
+    finally:
+        engine.dispose()
+    assert [tuple(row) for row in rows] == [
+        ("llama", 7, datetime(2026, 11, 29, 8, 0, 2), 4, 4400.0, 40),
+        ("llama", 8, datetime(2026, 11, 29, 8, 0, 3), 4, 4000.0, 40),
+    ]

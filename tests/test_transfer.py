@@ -19,6 +19,8 @@ from faultgraph.service import store, transfer
 from faultgraph.service.cli import app
 from faultgraph.service.events import service as events_service
 from faultgraph.service.events.models import EventList, events
+from faultgraph.service.progress import service as progress
+from faultgraph.service.progress.models import train_progress
 
 T0 = "2026-11-29T08:00:00.123456Z"
 
@@ -225,3 +227,100 @@ def test_a_column_type_without_a_parquet_mapping_is_named():
     sa.Table("unmapped", sa.MetaData(), column)
     with pytest.raises(ValueError, match="unmapped.points"):
         transfer.arrow_type(column)
+
+
+def steps(job: str, ranks: int, step_range: range) -> list[dict]:
+    """Each rank's report of each step, as a trainer's hook posts them."""
+    return [{"id": f"{job}-{step}-{rank}", "time": f"2026-11-29T08:{step // 60:02d}:{step % 60:02d}Z",
+             "host": f"node{rank:04d}", "kind": "train_step", "job": job, "rank": rank,
+             "attrs": {"step": step, "duration_ms": 1000.0 + rank}}
+            for step in step_range for rank in range(ranks)]
+
+
+def analysed(db_url: str, events_: list[dict]) -> None:
+    """Post `events_` in two batches with an engine pass after each (two partial series rows
+    per step where the batches split one), as a live service folds them."""
+    server = serve_in_process(db_url)
+    try:
+        half = len(events_) // 2 + 1
+        for part in (events_[:half], events_[half:]):
+            if part:
+                assert server.client.post("/v1/events", json=part).json()["accepted"] == len(part)
+            server.client.post("/v1/analyze").raise_for_status()
+    finally:
+        server.stop()
+
+
+def series_of(db_url: str, job: str) -> tuple[list[tuple[int, float]], int]:
+    """A job's step series (step, mean duration) and how many partial rows hold it."""
+    engine = store.make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            samples = progress.series(conn, job=job)
+            rows = conn.execute(sa.select(sa.func.count()).select_from(train_progress)).scalar_one()
+    finally:
+        engine.dispose()
+    return [(sample.step, sample.ms) for sample in samples], rows
+
+
+def test_importing_the_same_export_twice_keeps_each_step_series_row_once(db_url, other_db_url, tmp_path):
+    analysed(db_url, steps("llama", 3, range(10)))  # 30 reports: step 5's split over two passes
+    source = series_of(db_url, "llama")
+    assert source[0] == [(step, 1001.0) for step in range(10)] and source[1] == 11
+    engine = store.make_engine(db_url)
+    transfer.export_all(engine, tmp_path / "dump")
+    engine.dispose()
+    target = store.make_engine(other_db_url)
+    try:
+        assert transfer.import_all(target, tmp_path / "dump")["train_progress"] == 11
+        assert transfer.import_all(target, tmp_path / "dump")["train_progress"] == 0
+    finally:
+        target.dispose()
+    assert series_of(other_db_url, "llama") == source
+
+
+def test_a_series_imported_beside_a_store_s_own_events_is_folded_once(db_url, other_db_url, tmp_path):
+    analysed(db_url, steps("llama", 2, range(6)))
+    engine = store.make_engine(db_url)
+    try:
+        with engine.begin() as conn:  # retention pruned steps 0-1's reports after they were folded
+            conn.execute(events.delete().where(events.c.time < datetime(2026, 11, 29, 8, 0, 2)))
+        transfer.export_all(engine, tmp_path / "dump")
+    finally:
+        engine.dispose()
+    analysed(other_db_url, steps("own", 2, range(3)))
+    target = store.make_engine(other_db_url)
+    try:
+        transfer.import_all(target, tmp_path / "dump")
+    finally:
+        target.dispose()
+    analysed(other_db_url, [])  # the engine reads the imported events as new
+    assert series_of(other_db_url, "llama")[0] == series_of(db_url, "llama")[0] == [(step, 1000.5) for step in range(6)]
+    assert reports_by_step(other_db_url, "llama") == {step: 2 for step in range(6)}  # each rank's report once
+
+
+def reports_by_step(db_url: str, job: str) -> dict[int, int]:
+    """How many rank reports a job's series counts for each step."""
+    engine = store.make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            return dict(conn.execute(sa.select(train_progress.c.step, sa.func.sum(train_progress.c.reports))
+                                     .where(train_progress.c.job == job).group_by(train_progress.c.step)).all())
+    finally:
+        engine.dispose()
+
+
+def test_an_export_made_before_series_rows_had_their_fold_imports_once(db_url, other_db_url, tmp_path):
+    analysed(db_url, steps("llama", 3, range(10)))
+    engine = store.make_engine(db_url)
+    transfer.export_all(engine, tmp_path / "dump")
+    engine.dispose()
+    progress_file = tmp_path / "dump" / "train_progress.parquet"
+    pq.write_table(pq.read_table(progress_file).drop_columns(["through_seq"]), progress_file)
+    target = store.make_engine(other_db_url)
+    try:
+        assert transfer.import_all(target, tmp_path / "dump")["train_progress"] == 11
+        assert transfer.import_all(target, tmp_path / "dump")["train_progress"] == 0
+    finally:
+        target.dispose()
+    assert series_of(other_db_url, "llama") == series_of(db_url, "llama")

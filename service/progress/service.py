@@ -26,7 +26,7 @@ def fold(conn: Connection, *, after_seq: int, up_to_seq: int) -> list[str]:
                events.c.job.is_not(None))
         .group_by(events.c.job, step)
     )
-    rows = [{"job": job, "step": s, "time": t, "reports": n, "duration_ms": total or 0.0}
+    rows = [{"job": job, "step": s, "time": t, "reports": n, "duration_ms": total or 0.0, "through_seq": up_to_seq}
             for job, s, t, n, total in conn.execute(query) if s is not None]
     if rows:
         conn.execute(train_progress.insert(), rows)
