@@ -151,13 +151,14 @@ def ingest_in_turn(targets: list[tuple[str, Iterator[dict]]], *, total: int, bat
     steps of `step` that alternate between the targets so that their rates share the
     machine's moments; and each stream's last event time."""
     elapsed, last = [0.0] * len(targets), [START] * len(targets)
-    for _ in range(max(1, total // step)):
+    steps = max(1, total // step)
+    for _ in range(steps):
         for i, (url, events) in enumerate(targets):
             bodies, last[i] = bodies_until(events, step, batch)
             started = time.perf_counter()
             asyncio.run(post(url, bodies, concurrency))
             elapsed[i] += time.perf_counter() - started
-    return [max(1, total // step) * step / seconds for seconds in elapsed], last
+    return [steps * step / seconds for seconds in elapsed], last
 
 
 def bodies_until(events, count: int, batch: int) -> tuple[list[bytes], datetime]:
