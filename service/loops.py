@@ -16,8 +16,6 @@ and stops is written once, here:
   hammered;
 - `rest()`, if given, is a pause after each successful pass (a floor between passes, or
   the engine's "rest as long as the pass took");
-- `pause(seconds)`, from within a pass, rests between its steps (the engine's pass that
-  is behind) and tells the pass whether to go on: a stop ends the rest and the pass;
 - `stop()` asks the loop to end after the current pass and may be called from the pass
   itself; `join()` waits for it; `close()` is both, and is idempotent.
 
@@ -69,10 +67,6 @@ class Loop:
     @property
     def stopping(self) -> bool:
         return self._stop.is_set()
-
-    def pause(self, seconds: float) -> bool:
-        """Wait within a pass (between its steps); False, at once, when the loop is stopping."""
-        return not self._stop.wait(seconds)
 
     def stop(self) -> None:
         """End after the current pass (or at once, when waiting); returns without waiting."""

@@ -1,6 +1,7 @@
 """An incident longer than the engine's horizon (service/incidents/flows.py): live passes read
 only its tail and extend it, and come out where one pass over the whole stream does."""
 
+import threading
 from datetime import UTC, datetime, timedelta
 from itertools import zip_longest
 
@@ -230,29 +231,61 @@ def test_a_settled_incident_no_draft_matches_is_kept(engine):
         assert flows.reconcile(conn, [], [row], settled_before=start)["removed"] == 1  # read whole: gone
 
 
-def test_a_pass_stopped_between_its_steps_leaves_the_rest_to_the_next(engine, monkeypatch):
-    """A background pass rests between its steps (`Loop.pause`); a stop during the rest ends
-    the pass there, the steps done kept, and the next pass takes the rest."""
+def _backlog(engine, monkeypatch):
+    """A cluster and 5 crash-loop cycles stored, analysed 100 events a step."""
     from conftest import store_events
 
     from faultgraph.service.cluster import Cluster
     from faultgraph.service.events import service as events_service
-    from faultgraph.service.loops import Loop
 
     cluster = Cluster(engine)
     cluster.load()
     valid = events_service.validate_all(sum(crash_loop(cycles=5), []))
     store_events(engine, valid, received=T0, enrich=cluster.enrich)
     monkeypatch.setattr(flows, "MAX_NEW", 100)
-    loop = Loop("engine", lambda: None, interval=60)  # never started: only its pause is used
+    return cluster, valid
+
+
+def test_a_pass_stopped_between_its_steps_leaves_the_rest_to_the_next(engine, monkeypatch):
+    """A background pass rests between its steps; a stop during the rest ends the pass
+    there, the steps done kept, and the next pass takes the rest."""
+    cluster, valid = _backlog(engine, monkeypatch)
+    stopping = threading.Event()
     went_on: list[bool] = []
 
     def between(seconds: float) -> bool:
         if went_on:
-            loop.stop()
-        went_on.append(loop.pause(0.01))
+            stopping.set()
+        went_on.append(not stopping.wait(0.01))
         return went_on[-1]
 
     assert flows.analyze_pending(engine, cluster, between=between)["events"] == 200
     assert went_on == [True, False]
     assert flows.analyze_pending(engine, cluster)["events"] == len(valid) - 200
+
+
+def test_an_analysis_asked_for_takes_over_from_a_background_pass_resting_between_its_steps(engine, monkeypatch):
+    """`POST /v1/analyze`'s caller waits: a background pass that is behind and resting
+    between its steps ends at the rest, and the pass asked for does the remaining steps
+    without resting (it waited out every rest of the background pass before)."""
+    cluster, valid = _backlog(engine, monkeypatch)
+    runner = flows.IncidentRunner(engine, lambda: cluster, interval=3600)
+    resting = threading.Event()
+    between_steps = runner._between_steps
+
+    def an_hour(seconds: float) -> bool:
+        resting.set()
+        return between_steps(3600)
+
+    monkeypatch.setattr(runner, "_between_steps", an_hour)
+    asked: list[dict] = []
+    try:
+        runner.wake()
+        assert resting.wait(60), "the background pass did not reach its first rest"
+        caller = threading.Thread(target=lambda: asked.append(runner.run_once()), daemon=True)
+        caller.start()
+        caller.join(60)
+        assert not caller.is_alive(), "the pass asked for waited for the background pass's rest"
+    finally:
+        runner.close()
+    assert asked[0]["events"] == len(valid) - 100  # the background pass did its first step

@@ -415,6 +415,7 @@ class IncidentRunner:
         self._engine = engine
         self._cluster = cluster
         self._lock = threading.Lock()
+        self._asked = threading.Event()  # an on-demand pass waits for the lock, or closing
         self.last_duration = 0.0
         self.after_pass: Callable[[dict[str, int], float], None] = lambda result, seconds: None  # metrics, alerts
         # Under a sustained stream, rest as long as the pass took: the engine then takes at
@@ -427,6 +428,8 @@ class IncidentRunner:
         self._loop.wake()
 
     def close(self) -> None:
+        self._loop.stop()
+        self._asked.set()  # a pass resting between its steps ends there
         self._loop.close()
 
     @property
@@ -435,13 +438,25 @@ class IncidentRunner:
         return self._loop.failures
 
     def run_once(self) -> dict[str, int]:
-        """Analyse everything committed so far; callers wait for the pass to finish."""
-        return self._run(lambda seconds: True)
+        """Analyse everything committed so far; callers wait for the pass to finish. A
+        background pass resting between its steps ends there and leaves the rest to this
+        one, which does not rest: whoever asked is waiting."""
+        self._asked.set()
+        with self._lock:
+            self._asked.clear()
+            return self._pass(lambda seconds: True)
 
     def _background(self) -> dict[str, int]:
-        return self._run(self._loop.pause)
+        with self._lock:
+            return self._pass(self._between_steps)
 
-    def _run(self, between: Callable[[float], bool]) -> dict[str, int]:
+    def _between_steps(self, seconds: float) -> bool:
+        """A background pass's rest between steps: False (end the pass) when an on-demand
+        pass asks for the lock or the runner closes."""
+        return not self._asked.wait(seconds) and not self._loop.stopping
+
+    def _pass(self, between: Callable[[float], bool]) -> dict[str, int]:
+        """One pass, under the lock; its duration without the rests goes to `after_pass`."""
         rested = 0.0
 
         def rest(seconds: float) -> bool:
@@ -451,9 +466,8 @@ class IncidentRunner:
             rested += time.perf_counter() - began
             return go_on
 
-        with self._lock:
-            started = time.perf_counter()
-            result = analyze_pending(self._engine, self._cluster(), between=rest)
-            self.last_duration = time.perf_counter() - started - rested
-            self.after_pass(result, self.last_duration)
-            return result
+        started = time.perf_counter()
+        result = analyze_pending(self._engine, self._cluster(), between=rest)
+        self.last_duration = time.perf_counter() - started - rested
+        self.after_pass(result, self.last_duration)
+        return result
