@@ -119,8 +119,11 @@ def _segments(values: np.ndarray) -> list[tuple[int, int]]:
     sigma = max(1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / np.sqrt(2), 0.004)
     import ruptures  # deferred, as `episodes` says why
 
-    algo = ruptures.Pelt(model="l2", min_size=MIN_SEGMENT, jump=1).fit(values.reshape(-1, 1))
-    ends = algo.predict(pen=PENALTY * sigma * sigma * log(n))
+    # PELT with the l2 cost, as KernelCPD computes it in C with a linear kernel (the same
+    # cost): ruptures' Python `Pelt(model="l2")` found the same change points but took 33 s
+    # on a 2,000-step series (14 ms here), and the engine asks every pass for every job.
+    algo = ruptures.KernelCPD(kernel="linear", min_size=MIN_SEGMENT, jump=1).fit(values.reshape(-1, 1))
+    ends = [int(end) for end in algo.predict(pen=PENALTY * sigma * sigma * log(n))]
     starts = [0, *ends[:-1]]
     return list(zip(starts, ends, strict=True))
 

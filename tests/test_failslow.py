@@ -96,3 +96,23 @@ def test_culprits_are_named_within_minutes_of_onset_in_event_time():
     scenario = failslow.scenario_set(1, seed=3, minutes=60, families=("gpu_throttle_silent", "slow_host", "pcie_degraded"))
     minutes = failslow.detection_minutes(scenario, horizon=15)
     assert all(m is not None and m <= 15 for found in minutes.values() for m in found), minutes
+
+
+def test_change_points_are_pelt_s_with_the_l2_cost():
+    """The detector's C segmentation (a linear kernel) cuts series where ruptures' own
+    `Pelt(model="l2")` does: random levels and jitter, the detector's penalty."""
+    import numpy as np
+    import ruptures
+
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        n = int(rng.integers(2 * stragglers.MIN_SEGMENT, 300))
+        values = rng.normal(0, 0.01, n)
+        for cut in rng.integers(5, n - 5, int(rng.integers(0, 4))):
+            values[cut:] += rng.normal(0, 0.05)
+        segments = stragglers._segments(values)
+        diffs = np.diff(values)
+        sigma = max(1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / np.sqrt(2), 0.004)
+        ends = ruptures.Pelt(model="l2", min_size=stragglers.MIN_SEGMENT, jump=1).fit(values.reshape(-1, 1)).predict(
+            pen=stragglers.PENALTY * sigma * sigma * np.log(n))
+        assert [end for _, end in segments] == ends
