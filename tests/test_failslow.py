@@ -98,6 +98,26 @@ def test_culprits_are_named_within_minutes_of_onset_in_event_time():
     assert all(m is not None and m <= 15 for found in minutes.values() for m in found), minutes
 
 
+def test_a_health_report_that_arrives_after_the_verdict_is_weighed_again(server):
+    """An agent's report can reach the service after the episode it explains was localised
+    (a spool replayed after a network outage): the episode is localised again with it, the
+    same incident, now naming the heat."""
+    scenario = failslow.scenario_set(1, seed=3, minutes=60, families=("gpu_throttle_silent",))
+    [truth] = scenario.truth
+    evaluate.replay(server.client, scenario)
+    assert server.client.post("/v1/analyze").status_code == 200
+    [before] = server.client.get("/v1/incidents", params={"type": "degradation"}).json()["incidents"]
+    assert before["root_cause"]["cause"] != "gpu_thermal"
+    host = truth["root_component"].split("/")[0]
+    hot = {"time": truth["onset"], "host": host, "kind": "gpu_thermal", "component": truth["root_component"],
+           "severity": "warning", "attrs": {"temp_c": 91, "throttle": True}}
+    assert server.client.post("/v1/events", json=[hot]).json()["accepted"] == 1
+    assert server.client.post("/v1/analyze").status_code == 200
+    [after] = server.client.get("/v1/incidents", params={"type": "degradation"}).json()["incidents"]
+    assert after["id"] == before["id"]
+    assert (after["root_cause"]["component"], after["root_cause"]["cause"]) == (truth["root_component"], "gpu_thermal")
+
+
 def test_change_points_are_pelt_s_with_the_l2_cost():
     """The detector's C segmentation (a linear kernel) cuts series where ruptures' own
     `Pelt(model="l2")` does: random levels and jitter, the detector's penalty."""

@@ -7,7 +7,9 @@ series (`service/progress`), and for every job that reported: finds the episodes
 window before and inside it plus the job hosts' health events, and keeps one incident per
 episode — opened at the onset, updated while it lasts, resolved when speed returns.
 An episode already stored with the same onset keeps its verdict: only its extent, slowdown
-and cost move, so a pass stays cheap on a 16,384-rank job.
+and cost move, so a pass stays cheap on a 16,384-rank job; unless a health report of its
+window dated before the verdict's data ended arrived since (a job's health reports bring
+it into the pass as its progress does).
 """
 
 from datetime import UTC, datetime, timedelta
@@ -42,19 +44,50 @@ def _save_state(conn: Connection, seq: int) -> None:
 
 
 def run(conn: Connection, cluster: Cluster, *, up_to_seq: int) -> dict[str, int]:
-    """Fold new progress and keep every reporting job's degradation incidents current."""
-    jobs = progress.fold(conn, after_seq=_state(conn), up_to_seq=up_to_seq)
+    """Fold new progress and keep the degradation incidents current of every job that
+    reported progress or got a health report."""
+    after_seq = _state(conn)
+    jobs = progress.fold(conn, after_seq=after_seq, up_to_seq=up_to_seq)
+    reported = _health_reported(conn, after_seq=after_seq, up_to_seq=up_to_seq)
     result = {"opened": 0, "updated": 0, "removed": 0}
-    for job in jobs:
+    for job in sorted({*jobs, *reported}):
         placement = cluster.placement(job)
         if placement is not None:
-            for key, count in _job(conn, cluster, job, placement).items():
+            for key, count in _job(conn, cluster, job, placement, reported.get(job, [])).items():
                 result[key] += count
     _save_state(conn, up_to_seq)
     return result
 
 
-def _job(conn: Connection, cluster: Cluster, job: str, placement: Placement) -> dict[str, int]:
+def _health_reported(conn: Connection, *, after_seq: int, up_to_seq: int) -> dict[str, list[datetime]]:
+    """The times of the health reports committed in (after_seq, up_to_seq], by job."""
+    query = (sa.select(events.c.job, events.c.time)
+             .where(events.c.seq > after_seq, events.c.seq <= up_to_seq, events.c.kind.in_(HEALTH_KINDS),
+                    events.c.job.is_not(None)))
+    found: dict[str, list[datetime]] = {}
+    for job, time in conn.execute(query):
+        found.setdefault(job, []).append(time.replace(tzinfo=UTC))
+    return found
+
+
+def _health_window(episode: Episode) -> tuple[datetime, datetime]:
+    """When a health report can explain an episode."""
+    return episode.onset - LOOKBACK, (episode.end or episode.last) + timedelta(minutes=2)
+
+
+def _late(reported: list[datetime], episode: Episode, root: dict) -> bool:
+    """Whether a health report came since an episode's verdict that it could have weighed:
+    one of its window, dated before the data the verdict was made on ended (a spool
+    replayed late). Reports that come in order are read by the next new verdict only."""
+    low, high = _health_window(episode)
+    through = root.get("localised_through")
+    until = min(high, datetime.fromisoformat(through)) if through else high
+    return any(low <= time <= until for time in reported)
+
+
+def _job(conn: Connection, cluster: Cluster, job: str, placement: Placement,
+         reported: list[datetime]) -> dict[str, int]:
+    """Keep a job's episodes as incidents; `reported`: the times of its new health reports."""
     samples = progress.series(conn, job=job)
     found = episodes(samples)
     stored = conn.execute(
@@ -65,7 +98,8 @@ def _job(conn: Connection, cluster: Cluster, job: str, placement: Placement) -> 
     for episode in found:
         match = next((row for row in unmatched if abs(store.from_db_time(row.start) - episode.onset) <= SAME), None)
         same_onset = match is not None and store.json_value(match.root_cause).get("onset_step") == episode.onset_step
-        if match is not None and same_onset and store.json_value(match.root_cause).get("component"):
+        if match is not None and same_onset and store.json_value(match.root_cause).get("component") \
+                and not _late(reported, episode, store.json_value(match.root_cause)):
             verdict = None  # keep the stored verdict
         else:
             verdict = _verdict(conn, cluster, job, placement, samples, episode)
@@ -110,7 +144,7 @@ def _verdict(conn: Connection, cluster: Cluster, job: str, placement: Placement,
 def _health(conn: Connection, cluster: Cluster, placement: Placement, episode: Episode) -> list[dict]:
     """GPU, PCIe and NIC reports on the job's hosts around the episode, components resolved."""
     hosts = set(placement.hosts())
-    low, high = episode.onset - LOOKBACK, (episode.end or episode.last) + timedelta(minutes=2)
+    low, high = _health_window(episode)
     query = (
         sa.select(events.c.id, events.c.time, events.c.host, events.c.kind, events.c.component, events.c.attrs)
         .where(events.c.kind.in_(HEALTH_KINDS), events.c.time >= store.to_db_time(low), events.c.time <= store.to_db_time(high))
@@ -153,7 +187,8 @@ def _values(episode: Episode, verdict: Verdict | None, stored: sa.Row | None, jo
             "root_cause": {"component": verdict.component, "kind": "train_step", "category": verdict.category,
                            "cause": verdict.cause, "confidence": verdict.candidates[0]["score"] if verdict.candidates else 0.0,
                            "evidence": verdict.evidence[:50], "explanation": verdict.explanation,
-                           "onset_step": episode.onset_step, "baseline_ms": round(episode.baseline_ms, 1),
+                           "onset_step": episode.onset_step, "localised_through": (episode.end or episode.last).isoformat(),
+                           "baseline_ms": round(episode.baseline_ms, 1),
                            "slow_ms": round(episode.slow_ms, 1)},
             "candidates": verdict.candidates,
             "action": verdict.action,
