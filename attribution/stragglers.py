@@ -109,21 +109,26 @@ class Verdict:
         return category_of(self.cause)
 
 
+def penalty(values: np.ndarray) -> float:
+    """PELT's penalty for a series: BIC-like, scaled by its jitter, estimated from successive
+    differences (robust to the level shifts themselves)."""
+    diffs = np.diff(values)
+    sigma = max(1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / np.sqrt(2), 0.004)
+    return PENALTY * sigma * sigma * log(len(values))
+
+
 def _segments(values: np.ndarray) -> list[tuple[int, int]]:
     """Change points of a (filtered, log) series as [start, end) index pairs."""
     n = len(values)
     if n < 2 * MIN_SEGMENT:
         return [(0, n)]
-    # Jitter scale from successive differences (robust to the level shifts themselves).
-    diffs = np.diff(values)
-    sigma = max(1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / np.sqrt(2), 0.004)
     import ruptures  # deferred, as `episodes` says why
 
     # PELT with the l2 cost, as KernelCPD computes it in C with a linear kernel (the same
     # cost): ruptures' Python `Pelt(model="l2")` found the same change points but took 33 s
     # on a 2,000-step series (14 ms here), and the engine asks every pass for every job.
     algo = ruptures.KernelCPD(kernel="linear", min_size=MIN_SEGMENT, jump=1).fit(values.reshape(-1, 1))
-    ends = [int(end) for end in algo.predict(pen=PENALTY * sigma * sigma * log(n))]
+    ends = [int(end) for end in algo.predict(pen=penalty(values))]
     starts = [0, *ends[:-1]]
     return list(zip(starts, ends, strict=True))
 

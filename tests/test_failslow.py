@@ -131,8 +131,6 @@ def test_change_points_are_pelt_s_with_the_l2_cost():
         for cut in rng.integers(5, n - 5, int(rng.integers(0, 4))):
             values[cut:] += rng.normal(0, 0.05)
         segments = stragglers._segments(values)
-        diffs = np.diff(values)
-        sigma = max(1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / np.sqrt(2), 0.004)
         ends = ruptures.Pelt(model="l2", min_size=stragglers.MIN_SEGMENT, jump=1).fit(values.reshape(-1, 1)).predict(
-            pen=stragglers.PENALTY * sigma * sigma * np.log(n))
+            pen=stragglers.penalty(values))
         assert [end for _, end in segments] == ends

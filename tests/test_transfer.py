@@ -116,22 +116,37 @@ def test_every_data_table_is_exported(db_url, tmp_path):
         assert pq.read_schema(tmp_path / "dump" / f"{name}.parquet").names == list(store.metadata.tables[name].c.keys())
 
 
-def test_import_is_idempotent_and_lands_after_existing_events(db_url, other_db_url, tmp_path):
-    fill_directly(db_url, batch())
+def exported(db_url: str, directory: Path) -> Path:
+    """`directory`, holding an export of the store at `db_url`."""
     engine = store.make_engine(db_url)
-    transfer.export_all(engine, tmp_path / "dump")
-    engine.dispose()
-    fill_directly(other_db_url, [{"id": f"own{i}", "time": T0, "host": "h", "kind": "job_start"} for i in range(5)])
-    target = store.make_engine(other_db_url)
     try:
-        first = transfer.import_all(target, tmp_path / "dump")
-        assert first["events"] == 3
-        again = transfer.import_all(target, tmp_path / "dump")
-        assert set(again) == set(first) and not any(again.values())
-        with target.connect() as conn:
-            seq = dict(conn.execute(sa.select(events.c.id, events.c.seq)).all())
+        transfer.export_all(engine, directory)
+    finally:
+        engine.dispose()
+    return directory
+
+
+def imported_twice(db_url: str, directory: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """The rows each table gained from importing the same export twice into `db_url`."""
+    target = store.make_engine(db_url)
+    try:
+        return transfer.import_all(target, directory), transfer.import_all(target, directory)
     finally:
         target.dispose()
+
+
+def test_import_is_idempotent_and_lands_after_existing_events(db_url, other_db_url, tmp_path):
+    fill_directly(db_url, batch())
+    fill_directly(other_db_url, [{"id": f"own{i}", "time": T0, "host": "h", "kind": "job_start"} for i in range(5)])
+    first, again = imported_twice(other_db_url, exported(db_url, tmp_path / "dump"))
+    assert first["events"] == 3
+    assert set(again) == set(first) and not any(again.values())
+    engine = store.make_engine(other_db_url)
+    try:
+        with engine.connect() as conn:
+            seq = dict(conn.execute(sa.select(events.c.id, events.c.seq)).all())
+    finally:
+        engine.dispose()
     assert len(seq) == 8
     assert min(seq[i] for i in "abc") > max(seq[f"own{i}"] for i in range(5))
 
@@ -185,9 +200,7 @@ def test_store_commands_explain_a_database_held_by_another_process(held_store, t
 
 def test_a_failed_import_leaves_the_store_untouched(db_url, other_db_url, tmp_path):
     fill_directly(db_url, batch())
-    engine = store.make_engine(db_url)
-    transfer.export_all(engine, tmp_path / "dump")
-    engine.dispose()
+    exported(db_url, tmp_path / "dump")
     table = pq.read_table(tmp_path / "dump" / "events.parquet")
     pq.write_table(table.drop_columns(["host"]), tmp_path / "dump" / "events.parquet")
     target = store.make_engine(other_db_url)
@@ -267,15 +280,8 @@ def test_importing_the_same_export_twice_keeps_each_step_series_row_once(db_url,
     analysed(db_url, steps("llama", 3, range(10)))  # 30 reports: step 5's split over two passes
     source = series_of(db_url, "llama")
     assert source[0] == [(step, 1001.0) for step in range(10)] and source[1] == 11
-    engine = store.make_engine(db_url)
-    transfer.export_all(engine, tmp_path / "dump")
-    engine.dispose()
-    target = store.make_engine(other_db_url)
-    try:
-        assert transfer.import_all(target, tmp_path / "dump")["train_progress"] == 11
-        assert transfer.import_all(target, tmp_path / "dump")["train_progress"] == 0
-    finally:
-        target.dispose()
+    first, again = imported_twice(other_db_url, exported(db_url, tmp_path / "dump"))
+    assert (first["train_progress"], again["train_progress"]) == (11, 0)
     assert series_of(other_db_url, "llama") == source
 
 
@@ -285,9 +291,9 @@ def test_a_series_imported_beside_a_store_s_own_events_is_folded_once(db_url, ot
     try:
         with engine.begin() as conn:  # retention pruned steps 0-1's reports after they were folded
             conn.execute(events.delete().where(events.c.time < datetime(2026, 11, 29, 8, 0, 2)))
-        transfer.export_all(engine, tmp_path / "dump")
     finally:
         engine.dispose()
+    exported(db_url, tmp_path / "dump")
     analysed(other_db_url, steps("own", 2, range(3)))
     target = store.make_engine(other_db_url)
     try:
@@ -312,15 +318,8 @@ def reports_by_step(db_url: str, job: str) -> dict[int, int]:
 
 def test_an_export_made_before_series_rows_had_their_fold_imports_once(db_url, other_db_url, tmp_path):
     analysed(db_url, steps("llama", 3, range(10)))
-    engine = store.make_engine(db_url)
-    transfer.export_all(engine, tmp_path / "dump")
-    engine.dispose()
-    progress_file = tmp_path / "dump" / "train_progress.parquet"
+    progress_file = exported(db_url, tmp_path / "dump") / "train_progress.parquet"
     pq.write_table(pq.read_table(progress_file).drop_columns(["through_seq"]), progress_file)
-    target = store.make_engine(other_db_url)
-    try:
-        assert transfer.import_all(target, tmp_path / "dump")["train_progress"] == 11
-        assert transfer.import_all(target, tmp_path / "dump")["train_progress"] == 0
-    finally:
-        target.dispose()
+    first, again = imported_twice(other_db_url, tmp_path / "dump")
+    assert (first["train_progress"], again["train_progress"]) == (11, 0)
     assert series_of(other_db_url, "llama") == series_of(db_url, "llama")

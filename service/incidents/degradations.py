@@ -85,6 +85,12 @@ def _late(reported: list[datetime], episode: Episode, root: dict) -> bool:
     return any(low <= time <= until for time in reported)
 
 
+def _kept(root: dict, episode: Episode, reported: list[datetime]) -> bool:
+    """Whether a stored verdict stands: same onset, a component named, no late report to weigh."""
+    return root.get("onset_step") == episode.onset_step and bool(root.get("component")) \
+        and not _late(reported, episode, root)
+
+
 def _job(conn: Connection, cluster: Cluster, job: str, placement: Placement,
          reported: list[datetime]) -> dict[str, int]:
     """Keep a job's episodes as incidents; `reported`: the times of its new health reports."""
@@ -97,10 +103,8 @@ def _job(conn: Connection, cluster: Cluster, job: str, placement: Placement,
     unmatched = list(stored)
     for episode in found:
         match = next((row for row in unmatched if abs(store.from_db_time(row.start) - episode.onset) <= SAME), None)
-        same_onset = match is not None and store.json_value(match.root_cause).get("onset_step") == episode.onset_step
-        if match is not None and same_onset and store.json_value(match.root_cause).get("component") \
-                and not _late(reported, episode, store.json_value(match.root_cause)):
-            verdict = None  # keep the stored verdict
+        if match is not None and _kept(store.json_value(match.root_cause), episode, reported):
+            verdict = None
         else:
             verdict = _verdict(conn, cluster, job, placement, samples, episode)
             if verdict is None:
