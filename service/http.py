@@ -1,9 +1,11 @@
-"""Request plumbing shared by every route: bounded body reads and time query parameters."""
+"""Request plumbing shared by every route: bounded body reads, JSON-or-text bodies, their
+validation errors, and time query parameters."""
 
 import logging
 from datetime import UTC, datetime
 
 from fastapi import HTTPException, Request
+from pydantic import ValidationError
 from starlette.requests import ClientDisconnect
 
 log = logging.getLogger(__name__)
@@ -27,6 +29,28 @@ async def read_body(request: Request, limit: int) -> bytes:
         log.info("%s %s: client %s disconnected after %d bytes of the body", request.method, request.url.path, client, size)
         raise HTTPException(400, "client disconnected before the body was complete") from None
     return b"".join(chunks)
+
+
+def is_json(body: bytes, content_type: str) -> bool:
+    """Whether a lines route's body is JSON: it says so, or it opens an object without
+    saying it is text (curl -d sends form-urlencoded)."""
+    return "json" in content_type or ("text/" not in content_type and body.lstrip()[:1] == b"{")
+
+
+def text_lines(body: bytes) -> list[str]:
+    """A text body's lines, a final newline ignored; cut at "\n" only (str.splitlines would
+    also cut at form feeds and U+2028 inside a line)."""
+    lines = body.decode("utf-8", errors="replace").split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def first_error(exc: ValidationError) -> tuple[str, str]:
+    """(where, what) of a validation error's first problem, `where` a dotted path ("body"
+    for the whole)."""
+    first = exc.errors()[0]
+    return ".".join(str(part) for part in first["loc"]) or "body", first["msg"]
 
 
 def parse_time(value: str | None, name: str) -> datetime | None:

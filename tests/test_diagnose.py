@@ -237,6 +237,14 @@ def test_bad_bodies_get_a_4xx_naming_the_problem(secured, body, status, says):
     assert says in reply.json()["detail"].lower()
 
 
+def test_a_text_paste_s_bad_host_parameter_is_named(secured):
+    srv, made = secured
+    reply = srv.client.post("/v1/diagnose", content=b"x\n", params={"host": "not a host!"},
+                            headers={**bearer(made["reader"]), "content-type": "text/plain"})
+    assert reply.status_code == 422, reply.text
+    assert reply.json()["detail"].startswith("host: ")
+
+
 def test_command_prints_the_same_answer_without_a_server(tmp_path):
     log = DATA / "nccl-1488-nvls-fabricmanager-restart.log"
     as_json = cli("diagnose", str(log), "--json")

@@ -29,6 +29,7 @@ from faultgraph.attribution.resolve import Resolver
 from faultgraph.ingest import paste
 from faultgraph.service.diagnose.models import DiagnoseBody, DiagnoseBodyAdapter
 from faultgraph.service.events.service import BodyError, format_time
+from faultgraph.service.http import first_error, is_json, text_lines
 
 JOB_ID = "pasted-job"
 # Places that name no machine: the answer then says how to give it one.
@@ -44,22 +45,18 @@ HARDWARE_RULES = {"hardware", "elided_xid"}
 def decode(body: bytes, *, content_type: str, host: str | None, max_lines: int) -> DiagnoseBody:
     """The JSON body `{"lines", "host"?, "job"?}`, or plain text with `?host=`; BodyError
     naming the problem when it is neither."""
-    if "json" in content_type or ("text/" not in content_type and body.lstrip()[:1] == b"{"):
+    if is_json(body, content_type):
         try:
             parsed = DiagnoseBodyAdapter.validate_json(body)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "body"
-            raise BodyError(f'{where}: {first["msg"]} (expected {{"lines": [...], "host"?: ..., "job"?: {{"hosts": [...]}}}})', 422) from None
+            where, what = first_error(exc)
+            raise BodyError(f'{where}: {what} (expected {{"lines": [...], "host"?: ..., "job"?: {{"hosts": [...]}}}})', 422) from None
     else:
-        lines = body.decode("utf-8", errors="replace").split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
         try:
-            parsed = DiagnoseBodyAdapter.validate_python({"lines": lines, "host": host})
+            parsed = DiagnoseBodyAdapter.validate_python({"lines": text_lines(body), "host": host})
         except ValidationError as exc:
-            first = exc.errors()[0]
-            raise BodyError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}", 422) from None
+            where, what = first_error(exc)
+            raise BodyError(f"{where}: {what}", 422) from None
     if len(parsed["lines"]) > max_lines:
         raise BodyError(f"{len(parsed['lines'])} lines exceed the limit of {max_lines}; paste the part around the failure", 413)
     return parsed

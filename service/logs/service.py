@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from faultgraph.ingest.records import group_lines
 from faultgraph.service.events.service import BodyError
+from faultgraph.service.http import first_error, is_json, text_lines
 from faultgraph.service.logs.models import LogsBody, LogsBodyAdapter
 
 
@@ -34,26 +35,19 @@ class ParsedLogs:
 def decode(body: bytes, *, content_type: str, query: dict[str, str | None], max_lines: int) -> LogsBody:
     """The JSON body `{"host", "source", "lines", "job"?, "batch"?}`, or newline-delimited
     text with `host`/`source`/`job`/`batch` as query parameters; BodyError when unusable."""
-    # curl -d sends form-urlencoded: a body that opens an object is JSON unless it says text.
-    if "json" in content_type or ("text/" not in content_type and body.lstrip()[:1] == b"{"):
+    if is_json(body, content_type):
         try:
             logs = LogsBodyAdapter.validate_json(body)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "body"
-            raise BodyError(f'{where}: {first["msg"]} (expected {{"host": ..., "source": ..., "lines": [...]}})', 422) from None
+            where, what = first_error(exc)
+            raise BodyError(f'{where}: {what} (expected {{"host": ..., "source": ..., "lines": [...]}})', 422) from None
     else:
-        # "\n" only: str.splitlines would also cut at form feeds and U+2028 inside a line
-        lines = body.decode("utf-8", errors="replace").split("\n")
-        if lines[-1] == "":
-            lines.pop()
         fields = {name: value for name, value in query.items() if value}
         try:
-            logs = LogsBodyAdapter.validate_python({**fields, "lines": lines})
+            logs = LogsBodyAdapter.validate_python({**fields, "lines": text_lines(body)})
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise BodyError(f"query parameter {where}: {first['msg']} (text bodies name host and source in the query)", 422) from None
+            where, what = first_error(exc)
+            raise BodyError(f"query parameter {where}: {what} (text bodies name host and source in the query)", 422) from None
     if len(logs["lines"]) > max_lines:
         raise BodyError(f"{len(logs['lines'])} lines exceed the limit of {max_lines} per post; split it", 413)
     return logs
