@@ -134,3 +134,67 @@ def test_change_points_are_pelt_s_with_the_l2_cost():
         ends = ruptures.Pelt(model="l2", min_size=stragglers.MIN_SEGMENT, jump=1).fit(values.reshape(-1, 1)).predict(
             pen=stragglers.penalty(values))
         assert [end for _, end in segments] == ends
+
+
+def test_background_passes_analyse_a_job_every_few_steps_and_at_once_when_asked_or_reported(engine):
+    """A background pass analyses a job's series every `EVERY` steps (analysing every job at
+    every pass grows with the number of jobs); an analysis asked for takes every job behind,
+    even with nothing new; a health report or the job's end takes it at once. Seen in the
+    degradation incident: its extent moves only when it is analysed."""
+    import sqlalchemy as sa
+    from conftest import store_events
+
+    from faultgraph.service.cluster import Cluster
+    from faultgraph.service.events import service as events_service
+    from faultgraph.service.incidents import degradations, flows
+    from faultgraph.service.incidents.models import incidents
+    from faultgraph.service.jobs import service as jobs_service
+    from faultgraph.service.jobs.models import JobIn
+
+    start = datetime(2026, 11, 29, 8, tzinfo=UTC)
+    job = JobIn(id="slow", start=start, gpus_per_host=2, hosts=["node0000", "node0001"])
+    with engine.begin() as conn:
+        jobs_service.create(conn, row=jobs_service.to_row(job, registered=start, topology_version=None))
+    cluster = Cluster(engine)
+    cluster.load()
+    schedule = degradations.Schedule(every=4)
+
+    def at(step: int) -> datetime:
+        return start + timedelta(seconds=10 * step + (4 * (step - 40) if step > 40 else 0))
+
+    def post(steps: range, *extra: dict) -> None:
+        """Each rank's report of each step: rank 3 computes 40 % slower from step 41 on."""
+        reports = [{"time": at(step).isoformat(), "host": f"node{rank // 2:04d}", "kind": "train_step", "job": "slow",
+                    "rank": rank, "attrs": {"step": step, "duration_ms": (at(step) - at(step - 1)).total_seconds() * 1000,
+                                            "compute_ms": 7000.0 * (1.4 if rank == 3 and step > 40 else 1.0)}}
+                   for step in steps for rank in range(4)]
+        store_events(engine, events_service.validate_all([*reports, *extra]), received=start, enrich=cluster.enrich)
+
+    def analysed(*, asked: bool) -> datetime | None:
+        flows.analyze_pending(engine, cluster, schedule=schedule, asked=asked)
+        with engine.connect() as conn:
+            last = conn.execute(sa.select(incidents.c.last).where(incidents.c.type == "degradation")).scalar()
+        return None if last is None else last.replace(tzinfo=UTC)
+
+    post(range(1, 71))
+    assert analysed(asked=False) == at(70)  # a job this process has not analysed yet: at once
+    moved = [70]
+    for step in range(71, 83):
+        post(range(step, step + 1))
+        if analysed(asked=False) == at(step):
+            moved.append(step)
+        assert analysed(asked=False) == at(moved[-1])
+    assert moved[1] <= 74 and moved[2:] == [moved[1] + 4, moved[1] + 8], moved
+    assert schedule.analysed_through("slow") == moved[-1]
+    post(range(83, moved[-1] + 5))  # up to the next step due
+    assert analysed(asked=False) == at(moved[-1] + 4)
+    step = moved[-1] + 5  # not due
+    post(range(step, step + 1))
+    assert analysed(asked=False) == at(step - 1)
+    assert analysed(asked=True) == at(step)  # asked for, with no new event: the job behind is analysed
+    hot = {"time": at(step + 1).isoformat(), "host": "node0001", "kind": "gpu_thermal", "job": "slow",
+           "component": "node0001/gpu1", "severity": "warning", "attrs": {"temp_c": 91, "throttle": True}}
+    post(range(step + 1, step + 2), hot)
+    assert analysed(asked=False) == at(step + 1)  # a health report of the job: at once
+    post(range(step + 2, step + 3), {"time": at(step + 2).isoformat(), "host": "node0000", "kind": "job_end", "job": "slow"})
+    assert analysed(asked=False) == at(step + 2) and schedule.analysed_through("slow") is None  # ended: forgotten

@@ -10,8 +10,18 @@ An episode already stored with the same onset keeps its verdict: only its extent
 and cost move, so a pass stays cheap on a 16,384-rank job; unless a health report of its
 window dated before the verdict's data ended arrived since (a job's health reports bring
 it into the pass as its progress does).
+
+Analysing a job costs 20–40 ms on a 2-core machine (reading a 2,000-step series and
+segmenting it), so a pass that analysed every job that reported a step would grow with the
+number of jobs, and hold up the interruptions' incidents of the same pass. The background
+passes ask a `Schedule` instead: a job is analysed every `EVERY` steps (a slowdown needs
+`MIN_SEGMENT` of them to show at all), at once when a health report of it arrives or it
+ends, and every job with steps not yet analysed when an analysis is asked for (`POST
+/v1/analyze`).
 """
 
+import zlib
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
@@ -27,6 +37,10 @@ from faultgraph.service.incidents.models import engine_state, incident_events, i
 from faultgraph.service.progress import service as progress
 
 HEALTH_KINDS = ("gpu_perf", "pcie_link", "nic_error", "nic_link", "gpu_thermal")
+# A job's last steps are analysed when one of these says it ended.
+ENDING_KINDS = ("job_end", "job_fail")
+# A background pass analyses a job again once this many steps were folded since it last did.
+EVERY = 4
 # Health reports this long before an onset can explain it (the agent posts on change).
 LOOKBACK = timedelta(minutes=15)
 # A stored episode within this of a found one's onset is the same episode.
@@ -43,26 +57,90 @@ def _save_state(conn: Connection, seq: int) -> None:
         conn.execute(engine_state.insert().values(name=STATE, last_seq=seq))
 
 
-def run(conn: Connection, cluster: Cluster, *, up_to_seq: int) -> dict[str, int]:
-    """Fold new progress and keep the degradation incidents current of every job that
-    reported progress or got a health report."""
+class Schedule:
+    """Which jobs a background pass analyses (see the module's docstring): per job, the last
+    step folded, the last analysed and the step due next, as this process saw them. A
+    process that starts, or takes over from another replica, analyses each job on its first
+    step. A job falls due at the steps of one residue modulo `every`, by a hash of its name,
+    so that jobs stepping in time do not all fall due in the same pass. What a pass analysed
+    counts only once its transaction commits (`committed`). Replicas keep their own: an
+    analysis asked of a replica that is not leading covers the jobs whose steps it folded,
+    not the last steps (at most `EVERY` - 1) the leader folded and has not analysed yet."""
+
+    def __init__(self, every: int = EVERY) -> None:
+        self._every = every
+        self._folded: dict[str, int] = {}
+        self._analysed: dict[str, int] = {}
+        self._next: dict[str, int] = {}
+        self._staged: dict[str, int] = {}
+        self._ending: set[str] = set()
+
+    def due(self, folded: dict[str, int], urgent: Iterable[str], *, asked: bool) -> list[str]:
+        """The jobs to analyse now: `folded` (job → highest step) this pass, `urgent` (health
+        reports, ends) at once, every job behind when `asked`."""
+        self._staged, self._ending = {}, set()
+        for job, step in folded.items():
+            self._folded[job] = max(step, self._folded.get(job, step))
+        due = set(urgent)
+        for job, step in self._folded.items():
+            last = self._analysed.get(job)
+            if last is None or step >= self._next[job] or (asked and step > last):
+                due.add(job)
+        return sorted(due)
+
+    def analysed(self, job: str, *, ended: bool = False) -> None:
+        """`job` was analysed through its last folded step (and forgotten if it ended)."""
+        if job in self._folded:
+            self._staged[job] = self._folded[job]
+        if ended:
+            self._ending.add(job)
+
+    def committed(self) -> None:
+        """The pass's transaction committed: its analyses count."""
+        for job, step in self._staged.items():
+            self._analysed[job] = step
+            self._next[job] = step + self._every - (step + zlib.crc32(job.encode())) % self._every
+        for job in self._ending:
+            for known in (self._folded, self._analysed, self._next):
+                known.pop(job, None)
+        self._staged, self._ending = {}, set()
+
+    def behind(self) -> bool:
+        """Whether a job has steps folded that no analysis read."""
+        return any(step > self._analysed.get(job, -1) for job, step in self._folded.items())
+
+    def analysed_through(self, job: str) -> int | None:
+        """The highest step of `job` a committed analysis read (None: not analysed yet)."""
+        return self._analysed.get(job)
+
+
+def run(conn: Connection, cluster: Cluster, *, up_to_seq: int, schedule: Schedule | None = None,
+        asked: bool = True) -> dict[str, int]:
+    """Fold new progress and keep the degradation incidents current: of every job that
+    reported progress, got a health report or ended, or, given a `schedule`, of those it
+    says are due. The caller calls `schedule.committed()` after its transaction commits."""
     after_seq = _state(conn)
-    jobs = progress.fold(conn, after_seq=after_seq, up_to_seq=up_to_seq)
-    reported = _health_reported(conn, after_seq=after_seq, up_to_seq=up_to_seq)
+    folded = progress.fold(conn, after_seq=after_seq, up_to_seq=up_to_seq)
+    reported = _jobs_with(conn, HEALTH_KINDS, after_seq=after_seq, up_to_seq=up_to_seq)
+    ended = _jobs_with(conn, ENDING_KINDS, after_seq=after_seq, up_to_seq=up_to_seq)
+    urgent = {*reported, *ended}
+    due = sorted({*folded, *urgent}) if schedule is None else schedule.due(folded, urgent, asked=asked)
     result = {"opened": 0, "updated": 0, "removed": 0}
-    for job in sorted({*jobs, *reported}):
+    for job in due:
         placement = cluster.placement(job)
         if placement is not None:
             for key, count in _job(conn, cluster, job, placement, reported.get(job, [])).items():
                 result[key] += count
+        if schedule is not None:
+            schedule.analysed(job, ended=job in ended)
     _save_state(conn, up_to_seq)
     return result
 
 
-def _health_reported(conn: Connection, *, after_seq: int, up_to_seq: int) -> dict[str, list[datetime]]:
-    """The times of the health reports committed in (after_seq, up_to_seq], by job."""
+def _jobs_with(conn: Connection, kinds: tuple[str, ...], *, after_seq: int, up_to_seq: int) -> dict[str, list[datetime]]:
+    """The times of the events of `kinds` committed in (after_seq, up_to_seq], by job."""
     query = (sa.select(events.c.job, events.c.time)
-             .where(events.c.seq > after_seq, events.c.seq <= up_to_seq, events.c.kind.in_(HEALTH_KINDS),
+             .where(events.c.seq > after_seq, events.c.seq <= up_to_seq, events.c.kind.in_(kinds),
                     events.c.job.is_not(None)))
     found: dict[str, list[datetime]] = {}
     for job, time in conn.execute(query):

@@ -315,17 +315,19 @@ def reconcile(conn: Connection, drafts: list[Draft], stored: list[sa.Row], *,
 
 
 def analyze_pending(engine: Engine, cluster: Cluster, *,
-                    between: Callable[[float], bool] = lambda seconds: True) -> dict[str, int]:
+                    between: Callable[[float], bool] = lambda seconds: True,
+                    schedule: degradations.Schedule | None = None, asked: bool = True) -> dict[str, int]:
     """One engine pass over everything committed since the last pass, `MAX_NEW` events (by
     `seq`) at a time, each its own transaction: the events a pass holds are bounded by what
     one step's window spans, not by how far the engine is behind (a restart after a long
     ingest, an import, a pass slowed by a flood), and a step done is not redone.
     `between(seconds the step took)` runs after each step that leaves more to do; False
-    ends the pass there (the rest is the next pass's)."""
+    ends the pass there (the rest is the next pass's). Given a `schedule`, the fail-slow
+    analysis takes the jobs it says are due (all that are behind when `asked`)."""
     total = {"events": 0, "opened": 0, "updated": 0, "removed": 0}
     while True:
         started = time.perf_counter()
-        result, more = _analyze_step(engine, cluster)
+        result, more = _analyze_step(engine, cluster, schedule, asked)
         for key, count in result.items():
             total[key] += count
         if not more or not between(time.perf_counter() - started):
@@ -337,8 +339,10 @@ _DRIVING_COUNT = sa.func.sum(sa.case(
     (sa.or_(events.c.kind.in_(DRIVING_KINDS), events.c.severity.in_(DRIVING_SEVERITIES)), 1), else_=0))
 
 
-def _analyze_step(engine: Engine, cluster: Cluster) -> tuple[dict[str, int], bool]:
-    """Analyse the next `MAX_NEW` new events at most; whether more were waiting."""
+def _analyze_step(engine: Engine, cluster: Cluster, schedule: degradations.Schedule | None,
+                  asked: bool) -> tuple[dict[str, int], bool]:
+    """Analyse the next `MAX_NEW` new events at most; whether more were waiting. With no new
+    event, a pass asked for still analyses the jobs a schedule left behind."""
     with engine.connect() as conn:
         if conn.dialect.name == "postgresql":  # one pass at a time across replicas
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({ENGINE_LOCK})")
@@ -352,15 +356,18 @@ def _analyze_step(engine: Engine, cluster: Cluster) -> tuple[dict[str, int], boo
             .where(new)
         ).one()
         result = {"events": count or 0, "opened": 0, "updated": 0, "removed": 0}
-        if top is None:
+        if top is None and not (asked and schedule is not None and schedule.behind()):
             return result, False
-        for core in _cores(conn, new, low, high, relevant):
+        for core in _cores(conn, new, low, high, relevant) if top is not None else ():
             for key, changed in _analyze_core(conn, cluster, *core, top).items():
                 result[key] += changed
-        for key, changed in degradations.run(conn, cluster, up_to_seq=top).items():  # fail-slow, issue 15
-            result[key] += changed
-        _save_seq(conn, top)
+        up_to = last if top is None else top
+        for key, changed in degradations.run(conn, cluster, up_to_seq=up_to, schedule=schedule, asked=asked).items():
+            result[key] += changed  # fail-slow
+        _save_seq(conn, up_to)
         conn.commit()
+        if schedule is not None:
+            schedule.committed()
         return result, cut is not None
 
 
@@ -416,6 +423,7 @@ class IncidentRunner:
         self._cluster = cluster
         self._lock = threading.Lock()
         self._asked = threading.Event()  # an on-demand pass waits for the lock, or closing
+        self._schedule = degradations.Schedule()  # which jobs' step series a pass analyses
         self.last_duration = 0.0
         self.after_pass: Callable[[dict[str, int], float], None] = lambda result, seconds: None  # metrics, alerts
         # Under a sustained stream, rest as long as the pass took: the engine then takes at
@@ -444,19 +452,20 @@ class IncidentRunner:
         self._asked.set()
         with self._lock:
             self._asked.clear()
-            return self._pass(lambda seconds: True)
+            return self._pass(lambda seconds: True, asked=True)
 
     def _background(self) -> dict[str, int]:
         with self._lock:
-            return self._pass(self._between_steps)
+            return self._pass(self._between_steps, asked=False)
 
     def _between_steps(self, seconds: float) -> bool:
         """A background pass's rest between steps: False (end the pass) when an on-demand
         pass asks for the lock or the runner closes."""
         return not self._asked.wait(seconds) and not self._loop.stopping
 
-    def _pass(self, between: Callable[[float], bool]) -> dict[str, int]:
-        """One pass, under the lock; its duration without the rests goes to `after_pass`."""
+    def _pass(self, between: Callable[[float], bool], *, asked: bool) -> dict[str, int]:
+        """One pass, under the lock; its duration without the rests goes to `after_pass`.
+        A pass `asked` for analyses every job's step series that is behind."""
         rested = 0.0
 
         def rest(seconds: float) -> bool:
@@ -467,7 +476,7 @@ class IncidentRunner:
             return go_on
 
         started = time.perf_counter()
-        result = analyze_pending(self._engine, self._cluster(), between=rest)
+        result = analyze_pending(self._engine, self._cluster(), between=rest, schedule=self._schedule, asked=asked)
         self.last_duration = time.perf_counter() - started - rested
         self.after_pass(result, self.last_duration)
         return result

@@ -16,8 +16,9 @@ def _number(name: str) -> sa.ColumnElement:
     return sa.cast(sa.literal_column(f"attrs->>'{name}'"), sa.Float)
 
 
-def fold(conn: Connection, *, after_seq: int, up_to_seq: int) -> list[str]:
-    """Add the `train_step` events committed in (after_seq, up_to_seq] to the series; the jobs touched."""
+def fold(conn: Connection, *, after_seq: int, up_to_seq: int) -> dict[str, int]:
+    """Add the `train_step` events committed in (after_seq, up_to_seq] to the series; the
+    jobs touched, each with the highest step folded."""
     step = sa.cast(sa.literal_column("attrs->>'step'"), sa.BigInteger)
     query = (
         sa.select(events.c.job, step.label("step"), sa.func.max(events.c.time), sa.func.count(),
@@ -30,7 +31,10 @@ def fold(conn: Connection, *, after_seq: int, up_to_seq: int) -> list[str]:
             for job, s, t, n, total in conn.execute(query) if s is not None]
     if rows:
         conn.execute(train_progress.insert(), rows)
-    return sorted({row["job"] for row in rows})
+    latest: dict[str, int] = {}
+    for row in rows:
+        latest[row["job"]] = max(row["step"], latest.get(row["job"], row["step"]))
+    return latest
 
 
 def series(conn: Connection, *, job: str) -> list[Sample]:
