@@ -175,8 +175,11 @@ def test_a_closed_port_leaves_the_posts_spooled(tmp_path: Path) -> None:
 
 
 def _hook_script(path: Path, command: str, url: str, spool_dir: Path) -> str:
-    """A Slurm hook: Slurm runs it with an almost empty environment, so it names everything."""
-    path.write_text(f"#!/bin/sh\nexec {' '.join(HOOK)} {command} --url {url} --spool-dir {spool_dir} "
+    """A Slurm hook: Slurm runs it with an almost empty environment, so it names everything.
+    Its budget is 10 s, not the 0.5 s default: on a loaded CI machine a post could take longer,
+    be spooled, and wait for a later hook (a closed port's spooling is tested above), while
+    what these tests ask is that a real Slurm runs the hooks and the service hears them."""
+    path.write_text(f"#!/bin/sh\nexec {' '.join(HOOK)} {command} --url {url} --spool-dir {spool_dir} --budget 10 "
                     f"{'--gpus-per-host 8' if command == 'prolog' else ''}\n")
     path.chmod(0o755)
     return str(path)
