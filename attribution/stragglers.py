@@ -126,7 +126,7 @@ def _segments(values: np.ndarray) -> list[tuple[int, int]]:
 
     # PELT with the l2 cost, as KernelCPD computes it in C with a linear kernel (the same
     # cost): ruptures' Python `Pelt(model="l2")` found the same change points but took 33 s
-    # on a 2,000-step series (14 ms here), and the engine asks every pass for every job.
+    # on a 2,000-step series (14 ms here), and the engine asks for every job every few steps.
     algo = ruptures.KernelCPD(kernel="linear", min_size=MIN_SEGMENT, jump=1).fit(values.reshape(-1, 1))
     ends = [int(end) for end in algo.predict(pen=penalty(values))]
     starts = [0, *ends[:-1]]
