@@ -39,7 +39,7 @@ from faultgraph.service.progress import service as progress
 HEALTH_KINDS = ("gpu_perf", "pcie_link", "nic_error", "nic_link", "gpu_thermal")
 # A job's last steps are analysed when one of these says it ended.
 ENDING_KINDS = ("job_end", "job_fail")
-# A background pass analyses a job again once this many steps were folded since it last did.
+# A background pass analyses a job every this many steps (at a phase its name sets).
 EVERY = 4
 # Health reports this long before an onset can explain it (the agent posts on change).
 LOOKBACK = timedelta(minutes=15)
