@@ -59,7 +59,7 @@ def _save_state(conn: Connection, seq: int) -> None:
 
 class Schedule:
     """Which jobs a background pass analyses (see the module's docstring): per job, the last
-    step folded, the last analysed and the step due next, as this process saw them. A
+    step folded and the last analysed, as this process saw them. A
     process that starts, or takes over from another replica, analyses each job on its first
     step. A job falls due at the steps of one residue modulo `every`, by a hash of its name,
     so that jobs stepping in time do not all fall due in the same pass. What a pass analysed
@@ -71,7 +71,6 @@ class Schedule:
         self._every = every
         self._folded: dict[str, int] = {}
         self._analysed: dict[str, int] = {}
-        self._next: dict[str, int] = {}
         self._staged: dict[str, int] = {}
         self._ending: set[str] = set()
 
@@ -84,7 +83,7 @@ class Schedule:
         due = set(urgent)
         for job, step in self._folded.items():
             last = self._analysed.get(job)
-            if last is None or step >= self._next[job] or (asked and step > last):
+            if last is None or step >= self._next_due(job, last) or (asked and step > last):
                 due.add(job)
         return sorted(due)
 
@@ -97,13 +96,15 @@ class Schedule:
 
     def committed(self) -> None:
         """The pass's transaction committed: its analyses count."""
-        for job, step in self._staged.items():
-            self._analysed[job] = step
-            self._next[job] = step + self._every - (step + zlib.crc32(job.encode())) % self._every
+        self._analysed |= self._staged
         for job in self._ending:
-            for known in (self._folded, self._analysed, self._next):
-                known.pop(job, None)
+            self._folded.pop(job, None)
+            self._analysed.pop(job, None)
         self._staged, self._ending = {}, set()
+
+    def _next_due(self, job: str, last: int) -> int:
+        """The first step after `last` of the job's residue modulo `every`."""
+        return last + self._every - (last + zlib.crc32(job.encode())) % self._every
 
     def behind(self) -> bool:
         """Whether a job has steps folded that no analysis read."""
@@ -121,8 +122,7 @@ def run(conn: Connection, cluster: Cluster, *, up_to_seq: int, schedule: Schedul
     says are due. The caller calls `schedule.committed()` after its transaction commits."""
     after_seq = _state(conn)
     folded = progress.fold(conn, after_seq=after_seq, up_to_seq=up_to_seq)
-    reported = _jobs_with(conn, HEALTH_KINDS, after_seq=after_seq, up_to_seq=up_to_seq)
-    ended = _jobs_with(conn, ENDING_KINDS, after_seq=after_seq, up_to_seq=up_to_seq)
+    reported, ended = _health_and_ends(conn, after_seq=after_seq, up_to_seq=up_to_seq)
     urgent = {*reported, *ended}
     due = sorted({*folded, *urgent}) if schedule is None else schedule.due(folded, urgent, asked=asked)
     result = {"opened": 0, "updated": 0, "removed": 0}
@@ -137,15 +137,20 @@ def run(conn: Connection, cluster: Cluster, *, up_to_seq: int, schedule: Schedul
     return result
 
 
-def _jobs_with(conn: Connection, kinds: tuple[str, ...], *, after_seq: int, up_to_seq: int) -> dict[str, list[datetime]]:
-    """The times of the events of `kinds` committed in (after_seq, up_to_seq], by job."""
-    query = (sa.select(events.c.job, events.c.time)
-             .where(events.c.seq > after_seq, events.c.seq <= up_to_seq, events.c.kind.in_(kinds),
+def _health_and_ends(conn: Connection, *, after_seq: int, up_to_seq: int) -> tuple[dict[str, list[datetime]], set[str]]:
+    """Of the events committed in (after_seq, up_to_seq]: the times of the health reports
+    by job, and the jobs that ended."""
+    query = (sa.select(events.c.job, events.c.time, events.c.kind)
+             .where(events.c.seq > after_seq, events.c.seq <= up_to_seq, events.c.kind.in_(HEALTH_KINDS + ENDING_KINDS),
                     events.c.job.is_not(None)))
-    found: dict[str, list[datetime]] = {}
-    for job, time in conn.execute(query):
-        found.setdefault(job, []).append(time.replace(tzinfo=UTC))
-    return found
+    reported: dict[str, list[datetime]] = {}
+    ended: set[str] = set()
+    for job, time, kind in conn.execute(query):
+        if kind in ENDING_KINDS:
+            ended.add(job)
+        else:
+            reported.setdefault(job, []).append(time.replace(tzinfo=UTC))
+    return reported, ended
 
 
 def _health_window(episode: Episode) -> tuple[datetime, datetime]:
