@@ -146,9 +146,15 @@ def _event(rule: catalogue.Rule, match: re.Match[str], message: str, time: datet
 
 def _merge(attrs: dict[str, Any], groups: dict[str, str | None],
            keep_existing: bool = False) -> None:
-    """Add captured groups to attrs, typed; placeholders like `<unknown>` mean absent."""
+    """Add captured groups to attrs, typed; placeholders like `<unknown>` mean absent. A
+    name ending in `_` is the same attr captured by another branch of the regex (`re`
+    allows a group name once)."""
     for name, value in groups.items():
-        if value is None or value in _CAT.null_values or (keep_existing and name in attrs):
+        if value is None or value in _CAT.null_values:
+            continue
+        if name[-1] == "_":
+            name = name[:-1]
+        if keep_existing and name in attrs:
             continue
         attrs[name] = int(value) if name in _CAT.int_attrs else value.strip()
 

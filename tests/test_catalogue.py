@@ -181,6 +181,7 @@ def test_every_rule_parses_its_own_example(rule: catalogue.Rule) -> None:
     assert event is not None, f"{rule.id}: example matched nothing"
     assert event["attrs"]["rule"] == rule.id
     assert event["kind"] == rule.kind
+    assert not [name for name in event["attrs"] if name.endswith("_")], event["attrs"]  # a branch's `x_` is `x`
     body = orjson.dumps([event | {"time": event["time"].isoformat()}])
     assert events_service.decode(body, content_type="application/json", max_events=1).rejected == []
 
