@@ -62,10 +62,16 @@ def proximity(when: datetime, hang_start: datetime) -> float:
 
 
 def component_cause(item: Item, topology: Topology | None) -> str:
-    """The item's cause, refined by what its component is (a PCIe AER on a GPU is the GPU's)."""
+    """The item's cause, refined by what its component is: a PCIe AER on a GPU is the GPU's,
+    and a fatal one means its link is lost, the GPU off the bus (what Xid 79 then says)."""
     cause = item.signal.cause
     if item.event["kind"] == "pcie_aer" and topology is not None and item.component:
-        cause = {"gpu": "faulty_gpu", "nic": "nic"}.get(topology.type_of(item.component) or "", cause)
+        part = topology.type_of(item.component)
+        if part == "gpu":
+            fatal = (item.event.get("attrs") or {}).get("severity") == "fatal"
+            cause = "gpu_fell_off_bus" if fatal else "faulty_gpu"
+        elif part == "nic":
+            cause = "nic"
     return cause
 
 

@@ -138,6 +138,20 @@ def test_gpu_off_the_bus_storm_is_one_incident_red_herring_ignored(cluster, topo
     assert incident.interruption["gpu_hours_lost"] == pytest.approx(512 * 36 / 60, abs=0.01)
 
 
+@pytest.mark.parametrize(("aer", "cause"), [("fatal", "gpu_fell_off_bus"), ("nonfatal", "faulty_gpu")])
+def test_an_uncorrected_aer_on_a_gpu_is_that_gpus(cluster, topology, aer, cause):
+    """A fatal AER from a GPU means its link is lost (the GPU off the bus, what Xid 79 then
+    says); a non-fatal one, that the GPU's transaction failed: the GPU's fault either way."""
+    pci = topology.attrs("node0042/gpu3")["pci"]
+    stream = Stream()
+    stream.add("pcie_aer", "node0042", T0, severity="critical" if aer == "fatal" else "error",
+               attrs={"severity": aer, "bdf": pci + ".0", "pci": pci})
+    stream.timeouts(T0 + timedelta(minutes=10), skip={42 * 8 + 3})
+    [incident] = analyse(stream.sorted(), cluster)
+    assert incident.root_cause["component"] == "node0042/gpu3"
+    assert incident.root_cause["cause"] == cause
+
+
 def test_leaf_switch_down_is_blamed_on_the_switch(cluster):
     stream = Stream()
     for host in HOSTS[32:64]:
