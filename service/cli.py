@@ -341,7 +341,7 @@ def simulate(
     faults: Annotated[int, typer.Option(help="Faults to inject (a concurrent pair counts two).")] = 200,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed writes the same set.")] = 0,
     storm: Annotated[bool, typer.Option("--storm", help="Write the storm scenario instead: one job on every host, one XID 79, every other rank times out.")] = False,
-    families: Annotated[str, typer.Option(help="classic (the original mechanisms), hard (postmortem families, skewed clocks, months 1–9, benign noise), heldout (Llama 3 mechanisms the engine was never tuned on: GSP, SRAM, host memory, SSD, power, silent data corruption), heldout2 (held-out round 2: IB retries exceeded, a GPU's fatal PCIe AER, Fabric Manager down, a kernel soft lockup) or heldout3 (held-out round 3: a PCIe switch failing under a GPU and its NIC, the OOM killer ending a rank, a GPU missing after a reboot).")] = "classic",
+    families: Annotated[str, typer.Option(help="classic (the original mechanisms), hard (postmortem families, skewed clocks, months 1–9, benign noise), heldout (Llama 3 mechanisms the engine was never tuned on: GSP, SRAM, host memory, SSD, power, silent data corruption), heldout2 (held-out round 2: IB retries exceeded, a GPU's fatal PCIe AER, Fabric Manager down, a kernel soft lockup), heldout3 (held-out round 3: a PCIe switch failing under a GPU and its NIC, the OOM killer ending a rank, a GPU missing after a reboot) or heldout4 (held-out round 4: an HCA's firmware fatal error, a failed optic, one GPU's NVLink, a host's NFS client hanging in a checkpoint write).")] = "classic",
     layout: Annotated[str, typer.Option(help="rail-optimized (DGX H100-style) or gb200-nvl72 (racks of 18 trays; see --racks).")] = "rail-optimized",
     racks: Annotated[int, typer.Option(help="GB200 NVL72 racks (--layout gb200-nvl72).")] = 4,
     failslow: Annotated[int | None, typer.Option(help="Write fail-slow jobs instead: this many per family (simulate/failslow.py).")] = None,
@@ -532,11 +532,13 @@ def _scenario(families: str, faults: int, seed: int, hosts: int):
         return heldout.heldout_set(faults, seed=seed, hosts=hosts, families=heldout.ROUND_2)
     if families == "heldout3":
         return heldout.heldout_set(faults, seed=seed, hosts=hosts, families=heldout.ROUND_3)
+    if families == "heldout4":
+        return heldout.heldout_set(faults, seed=seed, hosts=hosts, families=heldout.ROUND_4)
     if families == "hard":
         return postmortems.hard_set(faults, seed=seed, hosts=hosts)
     if families == "classic":
         return sim.scenario_set(faults, seed=seed, hosts=hosts)
-    raise typer.BadParameter(f"--families: expected classic, hard, heldout, heldout2 or heldout3, got {families!r}")
+    raise typer.BadParameter(f"--families: expected classic, hard, heldout, heldout2, heldout3 or heldout4, got {families!r}")
 
 
 @app.command("eval")
@@ -545,7 +547,7 @@ def evaluate(
     faults: Annotated[int, typer.Option(help="Faults to generate when no --scenario is given.")] = 200,
     hosts: Annotated[int, typer.Option(help="Hosts of the generated cluster.")] = 128,
     seed: Annotated[int, typer.Option(help="Seed of the generated scenario.")] = 0,
-    families: Annotated[str, typer.Option(help="Generated scenario: classic, hard, heldout, heldout2 or heldout3 (see `faultgraph simulate --help`).")] = "classic",
+    families: Annotated[str, typer.Option(help="Generated scenario: classic, hard, heldout, heldout2, heldout3 or heldout4 (see `faultgraph simulate --help`).")] = "classic",
     failslow: Annotated[int | None, typer.Option(help="Generate fail-slow jobs instead: this many per family.")] = None,
     url: Annotated[str | None, typer.Option(help="A running service to replay into (it should be empty); default: a throwaway server.", envvar="FAULTGRAPH_URL")] = None,
     token: TokenOption = None,

@@ -20,6 +20,14 @@ and the software bug — and a GPU that does not come back after its host reboot
 switch failing under a GPU and its NIC, the kernel's OOM killer ending a rank whose host
 memory a data loader leaked, and a GPU that fails to initialise after a reboot.
 
+Round 4 (`ROUND_4`, `--families heldout4`), written on 2026-12-04 under the same rules,
+takes parts of the fabric and the services around the GPUs that no earlier family breaks:
+an HCA whose firmware asserts (the health poll's syndrome dump, every queue pair on it
+lost, the driver's recovery flow), a failed optic reported by the NIC as a port module
+event with the link going down, one NVLink of one GPU failing (Xid 74 without any NVSwitch
+error, the ranks' "uncorrectable NVLink error"), and a host whose NFS client hangs while
+the job writes a checkpoint to the shared filesystem.
+
 The scenarios run like `postmortems.hard_set`: skewed clocks, a month from 1 to 9,
 benign events around the faults, and weak decoys on other hosts of the job near every
 fault. `expect` on a line is what a correct parser should make of it under the SPEC's
@@ -65,6 +73,20 @@ from faultgraph.simulate import scenarios as sim
 # - gpu_missing_after_reboot → `faulty_gpu`: the GPU is (or is found) on the bus but does not
 #   initialise, a fault of the GPU itself rather than of its link at runtime
 #   (`gpu_fell_off_bus`); the host runs without it until it is replaced: `evict`.
+#
+# Round 4's:
+# - nic_firmware_fatal → `nic`: the HCA's own firmware failed (a health syndrome from the device, not a link
+#   counter); root the NIC. `evict`: the host runs without that rail until the HCA is reflashed or replaced —
+#   the driver's recovery, when it works, comes after the job has already broken.
+# - transceiver_fault → `network_switch_cable`: the optic or active cable is the cable side of the link, the row
+#   the Llama 3 table puts cables and optics in; root the NIC's link to its leaf (the classic flapping cable's
+#   root), though the NIC is the one that reports it. `replace`: the module is swapped.
+# - nvlink_failure → `nvlink`: one GPU's NVLink failed with no NVSwitch error; root the GPU that logged Xid 74 (the
+#   link is in the GPU baseboard, the field unit is that GPU's tray). `evict` until it is repaired.
+# - shared_fs_hang → `dependency`: a service the job needs (the shared filesystem) stopped answering; nothing on the
+#   host is faulty. The topology has no part for the filer, so the root is the host whose client hung — where the
+#   stall is and where an operator starts. `restart`: the job resumes from its last checkpoint once the filer
+#   answers; evicting a sound host would not help.
 OUTCOMES: dict[str, tuple[str, str]] = {
     "gsp_timeout": ("gpu_system_processor", "evict"),
     "sram_ecc": ("gpu_sram", "evict"),
@@ -79,11 +101,16 @@ OUTCOMES: dict[str, tuple[str, str]] = {
     "pcie_switch_failure": ("io_expansion_board", "evict"),
     "host_oom_killer": ("software_bug", "restart"),
     "gpu_missing_after_reboot": ("faulty_gpu", "evict"),
+    "nic_firmware_fatal": ("nic", "evict"),
+    "transceiver_fault": ("network_switch_cable", "replace"),
+    "nvlink_failure": ("nvlink", "evict"),
+    "shared_fs_hang": ("dependency", "restart"),
 }
 ROUND_1: tuple[str, ...] = ("gsp_timeout", "sram_ecc", "system_memory_ue", "ssd_failure", "psu_or_host_power_loss",
                             "silent_data_corruption")
 ROUND_2: tuple[str, ...] = ("ib_retry_exceeded", "gpu_pcie_aer_fatal", "fabric_manager_down", "kernel_soft_lockup")
 ROUND_3: tuple[str, ...] = ("pcie_switch_failure", "host_oom_killer", "gpu_missing_after_reboot")
+ROUND_4: tuple[str, ...] = ("nic_firmware_fatal", "transceiver_fault", "nvlink_failure", "shared_fs_hang")
 FAMILIES: tuple[str, ...] = ROUND_1  # round 1, as `--families heldout` has always meant
 
 # Xid 119 lines from a real `dmesg` of an H100 host, quoted in leptonai/gpud pull request
@@ -665,6 +692,213 @@ def _gpu_missing_after_reboot(b: sim._Builder, job: sim._Job, t: datetime) -> si
     return sim._Hit(f"{host}/gpu{gpu}", restart + timedelta(seconds=20), ready=back, onset=t)
 
 
+# ---------------------------------------------------------------------------- round 4
+
+# A real ConnectX firmware health dump, qemu-devel, 2025-03-18 (Dragos Tatulea, "Re: [PATCH v3 0/7] Move memory
+# listener register to vhost_vdpa_init"):
+# https://lore.kernel.org/qemu-devel/m7p7ubuyfhqxhcxqt4qs6rbi24pgxtnbq52maqpdom2da75g7e@laluifinsegp/
+# a ConnectX-6 Dx on firmware 22.44.1036 whose firmware asserted ("synd 0x1: firmware internal error"). Its
+# lines, in order, after "mlx5_core 0000:0d:00.0: print_health_info:<line>:(pid 0): "; the dump's own values are
+# kept (no ConnectX-7 dump was found), the irisc that asserted and the firmware's clock vary.
+_HEALTH_DUMP = (
+    (435, "assert_var[0] 0x0521945b"), (435, "assert_var[1] 0x00000000"), (435, "assert_var[2] 0x00000000"),
+    (435, "assert_var[3] 0x00000000"), (435, "assert_var[4] 0x00000000"), (435, "assert_var[5] 0x00000000"),
+    (438, "assert_exit_ptr 0x21492f38"), (439, "assert_callra 0x2102d5f0"), (440, "fw_ver 22.44.1036"),
+)
+
+
+def _nic_firmware_fatal(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
+    """The firmware of one host's HCA asserts: the driver's health poll stops seeing the
+    firmware's heartbeat and dumps the health buffer (syndrome 0x1, firmware internal error),
+    the device is declared fatal and every queue pair on it fails at once — the rank on that
+    NIC gets the device-fatal async event, its ring peers' sends to it exhaust their retries,
+    the rest of the job times out. The driver's recovery flow then reloads the device, or
+    gives up when its PCI reads do not come back. Accounts: Llama 3 405B's interruption table
+    ("NIC", a host row), NVIDIA/nccl issue #230 (a 4-node PyTorch run failing after 830K
+    iterations on "Got async event : local catastrophic error") and the qemu-devel dump above
+    (a device "already in bad FW state")."""
+    rank, host, nic = sim._victim(b, job)
+    bdf = f"{b.hosts[host].nic_pci[nic]}.0"
+    pci = bdf[:-2]
+    fw_clock = int(t.timestamp()) - b.rng.randint(0, 86_400)
+    health = sim._expect("nic_error", pci=pci)
+    # The dump quoted above: "mlx5_core 0000:0d:00.0: poll_health:801:(pid 0): device's health compromised -
+    # reached miss count", "... print_health_info:431:(pid 0): Health issue observed, firmware internal error,
+    # severity(3) ERROR:", the buffer (_HEALTH_DUMP), "... print_health_info:442:(pid 0): time 1742220438",
+    # "...:443:(pid 0): hw_id 0x00000212", "...:444:(pid 0): rfr 0", "...:445:(pid 0): severity 3 (ERROR)",
+    # "...:446:(pid 0): irisc_index 3", "...:447:(pid 0): synd 0x1: firmware internal error", "...:449:(pid 0):
+    # ext_synd 0x8f7a", "...:450:(pid 0): raw fw_ver 0x162c040c".
+    lines: list[tuple[str, dict[str, Any] | None]] = [
+        ("poll_health:801:(pid 0): device's health compromised - reached miss count", health),
+        ("print_health_info:431:(pid 0): Health issue observed, firmware internal error, severity(3) ERROR:", health),
+        *((f"print_health_info:{n}:(pid 0): {text}", None) for n, text in _HEALTH_DUMP),
+        (f"print_health_info:442:(pid 0): time {fw_clock}", None),
+        ("print_health_info:443:(pid 0): hw_id 0x00000212", None),
+        ("print_health_info:444:(pid 0): rfr 0", None),
+        ("print_health_info:445:(pid 0): severity 3 (ERROR)", None),
+        (f"print_health_info:446:(pid 0): irisc_index {b.rng.randrange(10)}", None),
+        ("print_health_info:447:(pid 0): synd 0x1: firmware internal error", health),
+        ("print_health_info:449:(pid 0): ext_synd 0x8f7a", None),
+        ("print_health_info:450:(pid 0): raw fw_ver 0x162c040c", None),
+    ]
+    for i, (text, expect) in enumerate(lines):
+        b.kernel(t + timedelta(microseconds=25 + 7 * i), host, f"mlx5_core {bdf}: {text}", expect)
+    sim._carrier(b, host, nic, b.after(t, 0.5, 2.0), up=False)
+    sim._port_event(b, job, rank, b.after(t, 0.2, 1.0), "local catastrophic error")
+    at = b.after(t, 1, 5)
+    pid = b.rng.randint(200, 60_000)  # the health work queue's kworker
+    # https://lore.kernel.org/all/20250707103014.1279262-1-andy.xu@hj-micro.com/ (ConnectX-5/-7, an arm64 host):
+    # "mlx5_core 0004:01:00.1: mlx5_health_try_recover:335:(pid 2239): handling bad device here", "mlx5_core
+    # 0004:01:00.1: mlx5_error_sw_reset:231:(pid 2239): start"; newer kernels say "mlx5_health_try_recover:387:
+    # (pid 40948): starting health recovery flow", the trace quoted in the message of
+    # https://github.com/torvalds/linux/commit/33de865f7bce3968676e43b0182af0a2dd359dae (Moshe Shemesh).
+    if b.rng.random() < 0.5:
+        b.kernel(at, host, f"mlx5_core {bdf}: mlx5_health_try_recover:335:(pid {pid}): handling bad device here",
+                 health)
+        b.kernel(b.after(at, 0, 0.01), host, f"mlx5_core {bdf}: mlx5_error_sw_reset:231:(pid {pid}): start", None)
+    else:
+        b.kernel(at, host, f"mlx5_core {bdf}: mlx5_health_try_recover:387:(pid {pid}): starting health recovery flow",
+                 health)
+    if b.rng.random() < 0.6:
+        # The device comes back: mlx5_core prints its firmware at every load, as in Chuck Lever's dmesg of
+        # 2023-05-27 quoted in "Re: system hang on start-up (mlx5?)" (https://lore.kernel.org/all/875y8altrq.ffs@tglx/):
+        # "mlx5_core 0000:81:00.0: firmware version: 16.35.2000"; then the link.
+        back = b.after(at, 20, 70)
+        b.kernel(back, host, f"mlx5_core {bdf}: firmware version: 22.44.1036", None)
+        sim._carrier(b, host, nic, b.after(back, 3, 10), up=True)
+    else:
+        # The lkml DPC report above: "mlx5_core 0004:01:00.1: mlx5_health_try_recover:338:(pid 2239): health
+        # recovery flow aborted, PCI reads still not working".
+        b.kernel(b.after(at, 60, 61), host, f"mlx5_core {bdf}: mlx5_health_try_recover:338:(pid {pid}): health "
+                 "recovery flow aborted, PCI reads still not working", health)
+    end = sim._network_break(b, job, rank, t)
+    return sim._Hit(f"{host}/nic{nic}", end)
+
+
+# The driver's error strings for a module in error (drivers/net/ethernet/mellanox/mlx5/core/events.c,
+# mlx5_pme_error_to_string); "High Temperature" is the one seen in real logs (below).
+_MODULE_ERRORS = ("High Temperature", "High Temperature", "Bad or shorted cable/module", "Power budget exceeded")
+
+
+def _transceiver_fault(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
+    """The optic (or active cable) in one HCA's cage fails: the NIC's firmware reports a port
+    module event — the module in error (over temperature, shorted, over its power budget) or
+    gone from the cage — the module is shut down and the link drops with it. The rank on that
+    NIC gets a port error, its ring peers' queue pairs to it fail, the job hangs; the module
+    is swapped later. Accounts: Llama 3 405B's interruption table ("Network switch/cable",
+    8.4 % of the unexpected interruptions) and Alibaba's HPN paper (SIGCOMM 2024: failures of
+    the links between NICs and their ToR switches, optics among them, as a routine cause of
+    interrupted training, the reason for its dual-ToR design). The root is the NIC's link to its leaf,
+    as for the classic flapping cable: the part to replace sits on that link."""
+    rank, host, nic = sim._victim(b, job)
+    bdf = f"{b.hosts[host].nic_pci[nic]}.0"
+    nic_id = f"{host}/nic{nic}"
+    module = sim._expect("nic_error", pci=bdf[:-2])
+    if b.rng.random() < 0.75:
+        # NVIDIA/NVSentinel's syslog health-monitor end-to-end test (tests/syslog_health_monitor_test.go), a kernel
+        # line: "mlx5_core 0000:5c:00.0: Port module event[error]: module 0, Cable error, High Temperature".
+        text = f"Port module event[error]: module 0, Cable error, {b.rng.choice(_MODULE_ERRORS)}"
+    else:
+        # The same test's "mlx5_core 0000:63:00.1: Port module event: module 1, Cable unplugged" (the form of the
+        # driver's info line, events.c). One port per HCA here: module 0.
+        text = "Port module event: module 0, Cable unplugged"
+    b.kernel(t, host, f"mlx5_core {bdf}: {text}", module)
+    down = b.after(t, 0.05, 1.5)
+    sim._carrier(b, host, nic, down, up=False)
+    sim._port_event(b, job, rank, b.after(down, 0.0, 0.2), "port error")
+    end = sim._network_break(b, job, rank, t)
+    # The module swapped: "mlx5_core 0000:81:00.0: Port module event: module 0, Cable plugged" (Chuck Lever's dmesg,
+    # https://lore.kernel.org/all/875y8altrq.ffs@tglx/, as in _nic_firmware_fatal), then the link comes up.
+    swapped = b.after(end, 600, 1800)
+    b.kernel(swapped, host, f"mlx5_core {bdf}: Port module event: module 0, Cable plugged", None)
+    sim._carrier(b, host, nic, b.after(swapped, 5, 20), up=True)
+    return sim._Hit(sim.link_id(nic_id, b.leaf_of[nic_id]), end)
+
+
+
+
+def _nvlink_failure(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
+    """One NVLink of one GPU of an HGX board fails (no NVSwitch reports a fatal SXid): the
+    driver logs Xid 74 on that GPU naming the link, the channels using it are torn down, and
+    the rank on that GPU — sometimes with one or two tensor-parallel peers on the same board
+    whose kernels were reading over that link — dies on CUDA's sticky "uncorrectable NVLink
+    error"; the other ranks time out. Accounts: pytorch/pytorch issue #58155 (A100 clusters
+    whose training fails after days on "CUDA error: uncorrectable NVLink error detected during
+    the execution"), MIC-DKFZ/nnUNet issue #1519 (the same error ending a run), and the
+    NVIDIA developer forum's Xid 74 thread cited below. The GPU is the root: the link is a
+    trace on the baseboard between it and a switch chip, and the field unit is the GPU tray."""
+    rank, host, gpu = sim._victim(b, job)
+    h = b.hosts[host]
+    gpu_id = f"{host}/gpu{gpu}"
+    pci = h.gpu_pci[gpu]
+    switch = b.rng.randrange(len(h.nvswitch_pci))
+    link = b.rng.choice(b.nvlink_ports[(gpu_id, f"{host}/nvswitch{switch}")])
+    at = t
+    for _ in range(b.rng.randint(1, 2)):
+        if b.rng.random() < 0.3:
+            # https://forums.developer.nvidia.com/t/kernel-nvrm-xid-74-name-unknown-nvlink-fatal-error-detected-on-link-rmmod-error-could-not-remove-nvidia-uvm-resource-temporarily-unavail/292539
+            # "NVRM: Xid (PCI:0000:c1:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 1"
+            text = f"NVLink: fatal error detected on link {link}"
+        else:
+            # https://github.com/tanishagoyal2/NVSentinel/blob/main/docs/designs/019-workflow-nvlink-err.md (a fork
+            # of NVIDIA/NVSentinel, the NVLink workflow's design): "NVRM: Xid (PCI:0003:00:00): 74, pid='<unknown>',
+            # name=<unknown>, NVLink: fatal error detected on link 14(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)".
+            text = f"NVLink: fatal error detected on link {link}(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)"
+        line, expect = sim._xid(pci, 74, text)
+        expect["attrs"]["link"] = link
+        b.kernel(at, host, line, expect)
+        at = b.after(at, 0.001, 0.5)
+    local = [r for r in job.placement.host_ranks(host) if r != rank]
+    died = {rank, *b.rng.sample(local, min(len(local), b.rng.choice((0, 0, 1, 2))))}
+    for r in sorted(died):
+        # https://github.com/MIC-DKFZ/nnUNet/issues/1519 (title): "RuntimeError: CUDA error: uncorrectable NVLink
+        # error detected during the execution", behind torchrun's [rankN]: prefix as in round 1's sram_ecc.
+        b.log(b.after(t, 0.05, 1.0), host, "train", f"[rank{r}]: RuntimeError: CUDA error: uncorrectable NVLink "
+              "error detected during the execution", sim._expect("nvlink_error", r))
+    end = sim._timeouts(b, job, sim._hang_start(b, t), skip=died)
+    return sim._Hit(gpu_id, end)
+
+
+def _shared_fs_hang(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
+    """The shared filesystem stops answering one host while the job writes a checkpoint to it
+    (an NFS hard mount: the client retries for ever). That host's ranks block in the write —
+    no error, only the kernel's "server not responding" and, two minutes on, its hung-task
+    warnings for the training processes — so they never reach the next collective and the
+    other ranks time out. When the server answers again the client says so. Accounts: Llama 3
+    405B's interruption table ("Dependency", a service the job needs), Kokolis et al. 2024
+    ("Revisiting Reliability in Large-Scale Machine Learning Research Clusters", Meta's RSC
+    clusters: filesystem mounts among the most common failures their health checks catch),
+    raspberrypi/linux issue #2482 and openzfs/zfs issue #3850 (the client-side lines of a hung
+    NFS write). No real Lustre eviction line was found: the family is NFS only."""
+    _, host, _ = sim._victim(b, job)
+    server = b.rng.choice((f"10.{b.rng.randint(200, 250)}.{b.rng.randint(0, 255)}.{b.rng.randint(1, 254)}",
+                           f"ckpt-nfs{b.rng.randint(1, 8):02d}"))
+    # https://github.com/raspberrypi/linux/issues/2482 (dmesg): "nfs: server ease not responding, still trying"
+    # (twice within a second), later "nfs: server ease OK"; https://github.com/openzfs/zfs/issues/3850: "nfs: server
+    # batalix not responding, still trying" three times.
+    at = b.after(t, 60, 180)  # the RPC's major timeout
+    for _ in range(b.rng.randint(1, 3)):
+        b.kernel(at, host, f"nfs: server {server} not responding, still trying", sim._expect("host_kernel"))
+        at = b.after(at, 0.01, 35)
+    ranks = job.placement.host_ranks(host)
+    hung = b.rng.sample(ranks, min(len(ranks), b.rng.randint(1, 3)))
+    at = b.after(t, 120, 240)  # the hung-task watchdog's first look after 120 s
+    for r in sorted(hung, key=lambda r: job.placement.slots[r].gpu):
+        pid = job.pid_base + job.placement.slots[r].gpu
+        # Same issues: "INFO: task objcopy:24916 blocked for more than 120 seconds.", "INFO: task bitcoind:2138 blocked
+        # for more than 120 seconds.", each followed by '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables
+        # this message.'; the comm is PyTorch's main thread (pt_main_thread, as in round 1's SIGBUS line).
+        b.kernel(at, host, f"INFO: task pt_main_thread:{pid} blocked for more than 120 seconds.",
+                 sim._expect("host_kernel"))
+        b.kernel(b.after(at, 0, 0.01), host,
+                 '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.', None)
+        at = b.after(at, 0.02, 0.2)
+    end = sim._timeouts(b, job, sim._hang_start(b, t), skip=set(ranks))
+    back = b.after(end, 60, 1200)
+    b.kernel(back, host, f"nfs: server {server} OK", None)
+    return sim._Hit(host, end, ready=back)
+
+
 _FAMILIES: dict[str, Callable[[sim._Builder, sim._Job, datetime], sim._Hit]] = {
     "gsp_timeout": _gsp_timeout,
     "sram_ecc": _sram_ecc,
@@ -679,6 +913,10 @@ _FAMILIES: dict[str, Callable[[sim._Builder, sim._Job, datetime], sim._Hit]] = {
     "pcie_switch_failure": _pcie_switch_failure,
     "host_oom_killer": _host_oom_killer,
     "gpu_missing_after_reboot": _gpu_missing_after_reboot,
+    "nic_firmware_fatal": _nic_firmware_fatal,
+    "transceiver_fault": _transceiver_fault,
+    "nvlink_failure": _nvlink_failure,
+    "shared_fs_hang": _shared_fs_hang,
 }
 # Families that already lay their decoys (the vanished host of postmortems does).
 _OWN_DECOYS = frozenset({"psu_or_host_power_loss"})
@@ -686,8 +924,8 @@ _OWN_DECOYS = frozenset({"psu_or_host_power_loss"})
 
 def heldout_set(n_faults: int = 30, seed: int = 0, hosts: int = 128, *, hosts_per_su: int | None = None,
                 benign_scale: float = 24.0, families: Sequence[str] = ROUND_1) -> sim.Scenario:
-    """`n_faults` faults from `families` (round 1 by default, `ROUND_2` or `ROUND_3` for
-    the later rounds), on the plan of `postmortems.hard_set` (skewed clocks, a month from 1 to 9,
+    """`n_faults` faults from `families` (round 1 by default, `ROUND_2`, `ROUND_3` or
+    `ROUND_4` for the later rounds), on the plan of `postmortems.hard_set` (skewed clocks, a month from 1 to 9,
     benign events around them): the held-out families only.
 
     ValueError for a negative or non-integer count, fewer than 4 hosts or an unknown family."""
@@ -700,7 +938,9 @@ def heldout_set(n_faults: int = 30, seed: int = 0, hosts: int = 128, *, hosts_pe
 
 def _inject(b: sim._Builder, job: sim._Job, family: str, t: datetime) -> dict[str, Any]:
     hit = _FAMILIES[family](b, job, t)
-    decoys = [] if family in _OWN_DECOYS else pm._decoys(b, job, t, hit.root.split("/", 1)[0])
+    # the culprit's host: a link's root names it at its NIC end (`leaf~host/nicN`)
+    culprit = next((end for end in hit.root.split("~") if "/" in end), hit.root).split("/", 1)[0]
+    decoys = [] if family in _OWN_DECOYS else pm._decoys(b, job, t, culprit)
     sim._interrupt(b, job, t, hit, planned=False)
     cause, action = OUTCOMES[family]
     entry = {"id": f"f{len(b.truth):04d}", "type": family, "mechanism": family, "job": job.id, "time": sim.iso(t),

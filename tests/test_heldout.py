@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from faultgraph.simulate.heldout import FAMILIES, ROUND_1, ROUND_2, ROUND_3, heldout_set
+from faultgraph.simulate.heldout import FAMILIES, ROUND_1, ROUND_2, ROUND_3, ROUND_4, heldout_set
 from faultgraph.simulate.scenarios import Scenario
 
 # SPEC §6: each cause belongs to one category, as in the Llama 3 table.
@@ -95,3 +95,77 @@ def test_round_three_leaves_rounds_one_and_two_unchanged() -> None:
         first = heldout_set(6, seed=7, hosts=8, families=family)
         assert {f["mechanism"] for f in first.truth} <= set(family)
         assert heldout_set(6, seed=7, hosts=8, families=family).records == first.records
+
+
+@pytest.fixture(scope="module")
+def four() -> Scenario:
+    return heldout_set(12, seed=4, hosts=16, families=ROUND_4)
+
+
+def test_round_four_is_deterministic_and_in_the_spec_vocabulary(four: Scenario) -> None:
+    again = heldout_set(12, seed=4, hosts=16, families=ROUND_4)
+    assert again.records == four.records and again.truth == four.truth
+    assert heldout_set(12, seed=5, hosts=16, families=ROUND_4).records != four.records
+    types = {c["id"]: c["type"] for c in four.topology["components"]}
+    links = {"~".join(sorted((link["a"], link["b"]))) for link in four.topology["links"]}  # SPEC §2 link ids
+    assert {f["mechanism"] for f in four.truth} == set(ROUND_4)
+    expected = {"nic_firmware_fatal": ("nic", "nic", "evict"),
+                "transceiver_fault": ("link", "network_switch_cable", "replace"),
+                "nvlink_failure": ("gpu", "nvlink", "evict"),
+                "shared_fs_hang": ("host", "dependency", "restart")}
+    for fault in four.truth:
+        kind, cause, action = expected[fault["mechanism"]]
+        root = fault["root_component"]
+        assert (root in links and "~" in root) if kind == "link" else types.get(root) == kind, fault
+        assert (fault["cause"], fault["action"]) == (cause, action), fault
+        assert fault["category"] == CATEGORY_OF[fault["cause"]], fault
+        host = next((end for end in root.split("~") if "/" in end), root).split("/")[0]
+        assert host not in {d.split("/")[0] for d in fault["decoys"]}, fault
+
+
+def test_round_four_is_new() -> None:
+    assert not set(ROUND_4) & (set(ROUND_1) | set(ROUND_2) | set(ROUND_3))
+    assert len(set(ROUND_4)) == len(ROUND_4) == 4
+    for family in (ROUND_1, ROUND_2, ROUND_3):
+        first = heldout_set(6, seed=7, hosts=8, families=family)
+        assert {f["mechanism"] for f in first.truth} <= set(family)
+        assert heldout_set(6, seed=7, hosts=8, families=family).records == first.records
+
+
+def _lines(scenario: Scenario, host: str) -> list[dict[str, object]]:
+    return [r for r in scenario.records if r["type"] == "log" and r["host"] == host]
+
+
+def test_round_four_key_lines(four: Scenario) -> None:
+    """Each family's defining lines are on the root's host, with what a parser should make of them."""
+    seen = set()
+    for fault in four.truth:
+        root = fault["root_component"]
+        host = next((end for end in root.split("~") if "/" in end), root).split("/")[0]
+        lines = _lines(four, host)
+        text = "\n".join(str(r["line"]) for r in lines)
+        mechanism = fault["mechanism"]
+        seen.add(mechanism)
+        if mechanism == "nic_firmware_fatal":
+            pci = next(c["attrs"]["pci"] for c in four.topology["components"] if c["id"] == root)
+            synd = [r for r in lines if f"mlx5_core {pci}.0: print_health_info:447:(pid 0): synd 0x1: firmware "
+                    "internal error" in str(r["line"])]
+            assert synd and synd[0]["expect"] == {"kind": "nic_error", "attrs": {"pci": pci}}
+            assert f"mlx5_core {pci}.0: poll_health:801:(pid 0): device's health compromised" in text
+            assert "Got async event : local catastrophic error" in text
+        elif mechanism == "transceiver_fault":
+            nic = root.split("~")[1]
+            pci = next(c["attrs"]["pci"] for c in four.topology["components"] if c["id"] == nic)
+            assert f"mlx5_core {pci}.0: Port module event" in text
+            assert f"ib{nic.rsplit('nic', 1)[1]}: Lost carrier" in text
+        elif mechanism == "nvlink_failure":
+            pci = next(c["attrs"]["pci"] for c in four.topology["components"] if c["id"] == root)
+            xids = [r for r in lines if f"NVRM: Xid (PCI:{pci}): 74, " in str(r["line"])]
+            assert xids and all(r["expect"]["attrs"]["xid"] == 74 for r in xids)  # type: ignore[index]
+            assert "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution" in text
+        else:
+            assert "not responding, still trying" in text
+            assert "INFO: task pt_main_thread:" in text and "blocked for more than 120 seconds." in text
+    assert seen == set(ROUND_4)
+    # the NVLink failure is the GPU's alone: no NVSwitch reports anything in this round
+    assert not any((r.get("expect") or {}).get("kind") == "nvswitch_error" for r in four.records)
