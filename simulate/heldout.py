@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from faultgraph.attribution.topology import link_id
 from faultgraph.ingest.causes import category_of
 from faultgraph.simulate import postmortems as pm
 from faultgraph.simulate import scenarios as sim
@@ -812,7 +813,7 @@ def _transceiver_fault(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
     swapped = b.after(end, 600, 1800)
     b.kernel(swapped, host, f"mlx5_core {bdf}: Port module event: module 0, Cable plugged", None)
     sim._carrier(b, host, nic, b.after(swapped, 5, 20), up=True)
-    return sim._Hit(sim.link_id(nic_id, b.leaf_of[nic_id]), end)
+    return sim._Hit(link_id(nic_id, b.leaf_of[nic_id]), end)
 
 
 
