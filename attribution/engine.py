@@ -252,10 +252,29 @@ def _touches(item: Item, reach: frozenset[str], topology: Topology | None) -> bo
 PART_EVIDENCE = 0.3
 
 
-def _combine(votes: Sequence[Vote]) -> dict[str, dict[str, Any]]:
-    """Votes → per-component total score, evidence and the most specific cause named."""
+def _board_link_gpu(component: str, topology: Topology | None) -> str | None:
+    """The GPU end of an NVLink inside one host (a GPU to its baseboard's NVSwitch): no part
+    one replaces, so a fault there is the GPU's tray to pull; None for any other component
+    (a rack's NVLink cable cartridge, a NIC's cable, a part)."""
+    if topology is None or "~" not in component:
+        return None
+    link = topology.link(component)
+    if link is None or link["type"] != "nvlink":
+        return None
+    ends = (link["a"], link["b"])
+    if topology.host_of(ends[0]) != topology.host_of(ends[1]):
+        return None
+    return next((end for end in ends if topology.type_of(end) == "gpu"), None)
+
+
+def _combine(votes: Sequence[Vote], topology: Topology | None = None) -> dict[str, dict[str, Any]]:
+    """Votes → per-component total score, evidence and the most specific cause named. A
+    vote on an NVLink inside one host counts for its GPU (`_board_link_gpu`)."""
     totals: dict[str, dict[str, Any]] = {}
     for vote in votes:
+        gpu = _board_link_gpu(vote.component, topology)
+        if gpu is not None:
+            vote = replace(vote, component=gpu)
         entry = totals.setdefault(vote.component, {"score": 0.0, "evidence": [], "causes": defaultdict(float), "rules": set(),
                                                    "strongest": 0.0})
         entry["score"] += vote.score
@@ -460,7 +479,7 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
             scope = (item.event.get("attrs") or {}).get("scope") or item.event["host"]
             votes.append(Vote(scope, 10.0, "maintenance", item.signal.cause, [item.id]))
     anomalies = [i for i in draft.members if i.event["kind"] == "train_anomaly"]
-    totals = _combine(votes)
+    totals = _combine(votes, topology)
     total_score = sum(entry["score"] for entry in totals.values()) or 1.0
     ranked = sorted(totals, key=lambda c: (-totals[c]["score"], c))
     draft.candidates = [{"component": c, "score": round(totals[c]["score"] / total_score, 4)} for c in ranked[:5]]

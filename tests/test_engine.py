@@ -424,6 +424,21 @@ def test_nvlink_errors_on_many_gpus_under_a_failing_nvswitch_blame_the_chip(clus
         assert root["component"].startswith("node0011/gpu") and root["cause"] == "nvlink"
 
 
+def test_one_gpus_nvlink_error_inside_its_host_blames_that_gpu(cluster, topology):
+    """An Xid 74 naming one link of a GPU to its baseboard's NVSwitch, no chip reporting: the
+    event resolves to that NVLink, but a trace on the baseboard is no part to replace; the
+    GPU is the root, evicted like any GPU's fault (the Xid in the evidence names the link)."""
+    [link] = [link for link in topology.links_of("node0042/gpu3") if link["type"] == "nvlink"
+              and link["b" if link["a"] == "node0042/gpu3" else "a"] == "node0042/nvswitch1"]
+    stream = Stream()
+    stream.add("gpu_xid", "node0042", T0, component=link["id"], severity="critical",
+               attrs={"xid": 74, "link": link["attrs"]["gpu_links"][0], "pci": topology.attrs("node0042/gpu3")["pci"]})
+    stream.timeouts(T0 + timedelta(minutes=10), skip={42 * 8 + 3})
+    [incident] = analyse(stream.sorted(), cluster)
+    assert (incident.root_cause["component"], incident.root_cause["cause"]) == ("node0042/gpu3", "nvlink")
+    assert (incident.action["kind"], incident.action["target"]) == ("evict", "node0042")
+
+
 def test_a_rank_that_cannot_find_its_gpu_does_not_blame_its_own_code(cluster):
     """"invalid device ordinal" says a GPU the launch expected is not there: the rank's own
     GPU index names nothing and its code is not at fault; the host's silence is the lead."""
