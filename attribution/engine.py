@@ -450,6 +450,20 @@ def _hang_start(draft: Draft) -> datetime:
     return starts[len(starts) // 2] if len(starts) >= 3 else draft.start
 
 
+def _spoke(draft: Draft, hung: datetime) -> frozenset[str]:
+    """Hosts whose own kernel or services (not a rank's process, a launcher's job event or the
+    service's heartbeat check) logged while the job hung, over a minute after the hang began,
+    and whose agent was not lost: they were up then. Lines at the hang may be a dying host's
+    last words (its machine check, its panic); a lost agent's host may have come back."""
+    alive_after = hung + evidence.PROXIMITY_GRACE
+    until = max((item.time for item in draft.members), default=draft.last)  # the last symptom's report
+    lost = {item.event["host"] for item in draft.evidence if item.event["kind"] == "host_heartbeat"}
+    return frozenset(item.event["host"] for item in draft.evidence
+                     if item.signal.role in ("fault", "evidence") and item.event["kind"] != "host_heartbeat"
+                     and item.event.get("rank") is None and item.event["host"] not in lost
+                     and alive_after < effective_time(item) <= until)
+
+
 def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item], cluster: Cluster) -> None:
     """Fill a draft's root cause, candidates, action and interruption from the evidence."""
     placement = cluster.placement(draft.job) if draft.job else None
@@ -466,7 +480,7 @@ def attribute(draft: Draft, hardware: Sequence[Item], lifecycle: Sequence[Item],
         *evidence.common_component(draft.evidence, topology),
         *evidence.pcie_switch(draft.evidence, topology),
         *evidence.nvswitch(draft.evidence, topology),
-        *evidence.silence(symptoms, placement, lost),
+        *evidence.silence(symptoms, placement, lost, _spoke(draft, hung)),
         *evidence.came_back_broken(draft.evidence, lost),
         *evidence.sequence_lag(symptoms, placement),
         *evidence.peers(symptoms, cluster, placement),

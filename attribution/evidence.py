@@ -219,16 +219,23 @@ def waiting(symptoms: Sequence[Item], placement: Placement | None) -> frozenset[
     return frozenset(gpu for gpu in (placement.rank_to_gpu(r) for r in ranks if isinstance(r, int)) if gpu)
 
 
-def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: Iterable[Item] = ()) -> list[Vote]:
+def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: Iterable[Item] = (),
+            spoke: frozenset[str] = frozenset()) -> list[Vote]:
     """Ranks that said nothing while most of their peers timed out, and hosts gone quiet.
 
     Whole hosts silent point at the host; a few silent ranks on an otherwise talking host
-    point at their GPUs.
+    point at their GPUs. A host in `spoke` (its own kernel or services logged at the hang)
+    was up: its silence names it, but not the guess that the machine died (`chassis`); its
+    own lines say why.
     """
+    def host_cause(host: str) -> str | None:
+        return None if host in spoke else SILENT_HOST_CAUSE
+
     # A lost heartbeat counts only for a host none of whose ranks spoke: a host whose ranks
     # report timeouts was up, and only its agent paused.
     talking = {item.event["host"] for item in symptoms}
-    votes = [Vote(item.event["host"], item.signal.weight, "silence", SILENT_HOST_CAUSE, [item.id], SECONDHAND_CAUSE_SHARE)
+    votes = [Vote(item.event["host"], item.signal.weight, "silence", host_cause(item.event["host"]), [item.id],
+                  SECONDHAND_CAUSE_SHARE)
              for item in lost_hosts if item.event["host"] not in talking]
     if placement is None:
         return votes
@@ -247,7 +254,7 @@ def silence(symptoms: Sequence[Item], placement: Placement | None, lost_hosts: I
         by_host[host].append(rank)
     for host, ranks in by_host.items():
         if len(ranks) == len(placement.host_ranks(host)) and len(ranks) > 1:
-            votes.append(Vote(host, 0.8, "silence", SILENT_HOST_CAUSE, cause_share=SECONDHAND_CAUSE_SHARE))
+            votes.append(Vote(host, 0.8, "silence", host_cause(host), cause_share=SECONDHAND_CAUSE_SHARE))
         else:
             # A rank alone gone quiet on a host whose other ranks talk: its process stopped
             # (a dataloader deadlock, a crash) unless hardware on its GPU says otherwise.

@@ -464,6 +464,25 @@ def test_a_host_that_came_back_without_a_gpu_blames_that_gpu(cluster):
     assert incident.root_cause["component"] == "node0003/gpu4" and incident.root_cause["cause"] == "faulty_gpu"
 
 
+@pytest.mark.parametrize(("hung_task", "cause"), [(True, "dependency"), (False, "chassis")])
+def test_a_host_whose_kernel_talks_while_its_ranks_hang_is_not_a_dead_machine(cluster, hung_task, cause):
+    """node0003's NFS client stops getting answers as the job hangs and its ranks fall silent.
+    Its kernel's hung-task report two minutes on shows the machine was up: its silence names
+    it, its own line says why (a service it needs). Without a sign of life, silence is read as
+    the machine gone (`chassis`), which a line at the hang, maybe its last, does not overrule."""
+    stream = Stream()
+    hang = T0 - timedelta(minutes=10)
+    stream.add("host_disk", "node0003", hang, severity="warning",
+               attrs={"text": "nfs: server filer01 not responding, still trying", "cause": "dependency", "role": "root"})
+    if hung_task:
+        stream.add("host_kernel", "node0003", hang + timedelta(minutes=2), severity="warning",
+                   attrs={"text": "INFO: task pt_main_thread:4242 blocked for more than 120 seconds.",
+                          "cause": "unknown", "role": "root"})
+    stream.timeouts(T0, skip=set(range(24, 32)))
+    [incident] = analyse(stream.sorted(), cluster)
+    assert (incident.root_cause["component"], incident.root_cause["cause"]) == ("node0003", cause)
+
+
 def _host_down_then_gpu_missing(stream: Stream, *, restart_after: timedelta | None, fail_after: timedelta,
                                 host: str = "node0003") -> None:
     """j1 restarted once before; node0003 hangs and reboots, its ranks' peers time out (hang
