@@ -24,7 +24,7 @@ from faultgraph.attribution.classify import SEVERITY_WEIGHT, classify
 from faultgraph.attribution.evidence import Item, Vote
 from faultgraph.attribution.ledger import gpu_hours_lost
 from faultgraph.attribution.placement import Placement
-from faultgraph.attribution.topology import Topology, id_host
+from faultgraph.attribution.topology import Topology, id_host, link_id
 from faultgraph.ingest.causes import category_of
 
 # Items of one scope further apart than this (in effective time) are separate interruptions.
@@ -366,7 +366,12 @@ def _action(component: str | None, cause: str, draft: Draft, cluster: Cluster, p
         ranks = placement.host_ranks(host)
         dp = sorted({placement.coordinates(rank).get("dp", 0) for rank in ranks})
         replica = f" (data-parallel replica {', '.join(map(str, dp))}, ranks {ranks[0]}–{ranks[-1]})"
-    return {"kind": "evict", "target": host, "detail": f"evict {host}{replica}, drain it for repair, and continue{priced}"}
+    repair = "drain it for repair"
+    if cause == "network_switch_cable" and kind == "nic" and topology is not None and component:
+        # The NIC reported it; the part to swap is on its link (the cable, the optic at either end).
+        leaf = next(iter(topology.neighbours(component, "switch")), None)
+        repair = f"replace the cable or transceiver of {link_id(component, leaf) if leaf else component}"
+    return {"kind": "evict", "target": host, "detail": f"evict {host}{replica}, {repair}, and continue{priced}"}
 
 
 def _priced(cost: dict[str, Any]) -> str:

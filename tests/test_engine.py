@@ -439,6 +439,23 @@ def test_one_gpus_nvlink_error_inside_its_host_blames_that_gpu(cluster, topology
     assert (incident.action["kind"], incident.action["target"]) == ("evict", "node0042")
 
 
+def test_a_nics_own_report_of_a_failed_optic_evicts_its_host_and_names_the_link(cluster):
+    """A port module event (the optic in error) and the link going down, both from the NIC:
+    the host is evicted like any part's, and what to swap is the cable or transceiver on the
+    NIC's link to its leaf, not the host's hardware at large."""
+    stream = Stream()
+    stream.add("nic_error", "node0042", T0, component="node0042/nic3", severity="error",
+               attrs={"text": "Port module event[error]: module 0, Cable error, High Temperature",
+                      "cause": "network_switch_cable", "role": "root"})
+    stream.add("nic_link", "node0042", T0 + timedelta(seconds=1), component="node0042/nic3", severity="warning",
+               attrs={"device": "mlx5_3", "state": "down", "cause": "network_switch_cable", "role": "root"})
+    stream.timeouts(T0 + timedelta(minutes=10), skip={42 * 8 + 3})
+    [incident] = analyse(stream.sorted(), cluster)
+    assert (incident.root_cause["component"], incident.root_cause["cause"]) == ("node0042/nic3", "network_switch_cable")
+    assert incident.action["kind"] == "evict" and incident.action["target"] == "node0042"
+    assert "replace the cable or transceiver of leaf-s1-r3~node0042/nic3" in incident.action["detail"]
+
+
 def test_a_rank_that_cannot_find_its_gpu_does_not_blame_its_own_code(cluster):
     """"invalid device ordinal" says a GPU the launch expected is not there: the rank's own
     GPU index names nothing and its code is not at fault; the host's silence is the lead."""
