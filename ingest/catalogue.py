@@ -132,6 +132,7 @@ class Catalogue:
     extractors: tuple[Extractor, ...]
     maps: dict[str, dict[str, str]]
     int_attrs: frozenset[str]
+    float_attrs: frozenset[str]
     null_values: frozenset[str]
     nvlink5: tuple[Nvlink5Row, ...] = ()
     fm_codes: dict[int, dict[str, str]] = field(default_factory=dict)
@@ -253,7 +254,7 @@ def load_dir(directory: Path) -> Catalogue:
         _check(entry["severity"], SEVERITIES, "severity", f"fabric_manager.toml code {k}")
     return Catalogue(
         xid=xid, sxid=sxid, sxid_units=units, containment_units=containment, rules=_rules(data, maps), extractors=extractors,
-        maps=maps, int_attrs=frozenset(data["types"]["int"]),
+        maps=maps, int_attrs=frozenset(data["types"]["int"]), float_attrs=frozenset(data["types"]["float"]),
         null_values=frozenset(data["types"]["null"]), nvlink5=nvlink5, fm_codes=fm_codes,
     )
 

@@ -77,7 +77,7 @@ def parse_line(line: str, *, host: str | None = None, source: str | None = None,
             try:
                 event = _event(rule, match, message, time or received, header_host or host,
                                source, prefixed)
-            except ValueError:  # a number too long for int(): not a line a driver wrote
+            except ValueError:  # a number int() refuses (too long): not a line a driver wrote
                 continue
             if time is None:  # the engine must not place a backfill's storm at its receipt
                 event["attrs"]["time_source"] = "received"
@@ -156,7 +156,12 @@ def _merge(attrs: dict[str, Any], groups: dict[str, str | None],
             name = name[:-1]
         if keep_existing and name in attrs:
             continue
-        attrs[name] = int(value) if name in _CAT.int_attrs else value.strip()
+        if name in _CAT.int_attrs:
+            attrs[name] = int(value)
+        elif name in _CAT.float_attrs:
+            attrs[name] = float(value)
+        else:
+            attrs[name] = value.strip()
 
 
 def _normalise_pci(attrs: dict[str, Any]) -> None:
