@@ -24,7 +24,7 @@ from faultgraph.attribution.classify import SEVERITY_WEIGHT, classify
 from faultgraph.attribution.evidence import Item, Vote
 from faultgraph.attribution.ledger import gpu_hours_lost
 from faultgraph.attribution.placement import Placement
-from faultgraph.attribution.topology import Topology, id_host, link_id
+from faultgraph.attribution.topology import Topology, id_host
 from faultgraph.ingest.causes import category_of
 
 # Items of one scope further apart than this (in effective time) are separate interruptions.
@@ -369,8 +369,7 @@ def _action(component: str | None, cause: str, draft: Draft, cluster: Cluster, p
     repair = "drain it for repair"
     if cause == "network_switch_cable" and kind == "nic" and topology is not None and component:
         # The NIC reported it; the part to swap is on its link (the cable, the optic at either end).
-        leaf = next(iter(topology.neighbours(component, "switch")), None)
-        repair = f"replace the cable or transceiver of {link_id(component, leaf) if leaf else component}"
+        repair = f"replace the cable or transceiver of {topology.cable_of(component)}"
     return {"kind": "evict", "target": host, "detail": f"evict {host}{replica}, {repair}, and continue{priced}"}
 
 

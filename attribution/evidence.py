@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from faultgraph.attribution.classify import Signal
 from faultgraph.attribution.placement import Placement
-from faultgraph.attribution.topology import Topology, link_id
+from faultgraph.attribution.topology import Topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +126,7 @@ def flapping(items: Iterable[Item], topology: Topology | None, *, min_downs: int
         cycles = [e for e in events if any(timedelta(0) <= up - e.time <= FLAP_BACK for up in ups[nic])]
         if len(events) < min_downs or len(cycles) < min_downs:
             continue
-        switches = topology.neighbours(nic, of_type="switch") if topology is not None else []
-        target = link_id(nic, switches[0]) if switches else nic
+        target = topology.cable_of(nic) if topology is not None else nic
         votes.append(Vote(target, 1.5 * len(events), "flapping", "network_switch_cable", [e.id for e in events]))
     return votes
 

@@ -148,6 +148,12 @@ class Topology:
             return list(self.graph.adj[component])
         return [n for n in self.graph.adj[component] if self.type_of(n) == of_type]
 
+    def cable_of(self, nic: str) -> str:
+        """The link from a NIC to its switch, where its cable and optics are (the part to
+        swap for a cable fault); the NIC itself when the graph has no switch for it."""
+        switches = self.neighbours(nic, of_type="switch")
+        return link_id(nic, switches[0]) if switches else nic
+
     def links_of(self, component: str) -> list[dict[str, Any]]:
         """The links touching a component, as `{"id", "a", "b", "type", "attrs"}`."""
         if component not in self.graph:

@@ -816,8 +816,6 @@ def _transceiver_fault(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
     return sim._Hit(link_id(nic_id, b.leaf_of[nic_id]), end)
 
 
-
-
 def _nvlink_failure(b: sim._Builder, job: sim._Job, t: datetime) -> sim._Hit:
     """One NVLink of one GPU of an HGX board fails (no NVSwitch reports a fatal SXid): the
     driver logs Xid 74 on that GPU naming the link, the channels using it are torn down, and
