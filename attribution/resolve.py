@@ -11,6 +11,7 @@ sensible id before a topology is uploaded.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -81,6 +82,11 @@ def _int(value: Any) -> int | None:
     return None
 
 
+# Distinct component names a resolver remembers the canonical id of (a 2,048-host
+# cluster has ~30,000 parts; an entry is two short strings).
+CANONICAL_CACHE = 1 << 16
+
+
 class Resolver:
     """Canonical component ids for events, built once per topology (or none)."""
 
@@ -93,6 +99,10 @@ class Resolver:
         self._global: dict[str, str] = {}
         if topology is not None:
             self._index(topology)
+        # Every event ingested with a component asks for its canonical id, and a cluster
+        # names the same few thousand parts over and over: a resolver never changes (a new
+        # topology gets a new one), so its answers are kept, bounded.
+        self._canonical = functools.lru_cache(maxsize=CANONICAL_CACHE)(self._canonical_of)
 
     def _index(self, topology: Topology) -> None:
         for host in topology.hosts():
@@ -223,7 +233,11 @@ class Resolver:
         """The canonical id for a component id or alias (`node/mlx5_2` → `node/nic2`,
         `node/0000:3b:00` → the GPU, a link with unsorted or aliased ends → its id);
         None when it names nothing known."""
-        if not isinstance(component, str) or not component.strip():
+        return self._canonical(component) if isinstance(component, str) else None
+
+    def _canonical_of(self, component: str) -> str | None:
+        """`canonical`, uncached."""
+        if not component.strip():
             return None
         component = component.strip()
         if self.topology is not None and component in self.topology:
