@@ -41,6 +41,7 @@ from faultgraph.attribution.checkpoint import daly
 from faultgraph.ingest.causes import CATEGORIES
 from faultgraph.service.auth.dependencies import require
 from faultgraph.service.events.models import KINDS, events
+from faultgraph.service.incidents.flows import backlog
 from faultgraph.service.incidents.models import incidents
 from faultgraph.service.stats import service as stats
 
@@ -161,6 +162,7 @@ class StoreCollector:
                 .where(incidents.c.status != "resolved").group_by(incidents.c.category)).all())
             stored = conn.execute(sa.select(sa.func.count()).select_from(events)).scalar() or 0
             n_incidents = conn.execute(sa.select(sa.func.count()).select_from(incidents)).scalar() or 0
+            behind = backlog(conn)
             size = _store_bytes(conn, self._db_path)
             mtbf = stats.cluster_mtbf(conn, since=None, until=None, include_planned=False)["mtbf_hours"]
             save = stats.measured_save_minutes(conn)
@@ -170,6 +172,8 @@ class StoreCollector:
         yield gauge
         yield GaugeMetricFamily("faultgraph_store_events", "Events held in the store.", value=stored)
         yield GaugeMetricFamily("faultgraph_store_incidents", "Incidents held in the store.", value=n_incidents)
+        yield GaugeMetricFamily("faultgraph_engine_backlog_events",
+                                "Events stored that the incident engine has not analysed yet.", value=behind)
         if size is not None:
             yield GaugeMetricFamily("faultgraph_store_bytes", "Size of the store on disk (DuckDB file and WAL, or the PostgreSQL database).",
                                     value=size)

@@ -259,9 +259,15 @@ def test_a_pass_stopped_between_its_steps_leaves_the_rest_to_the_next(engine, mo
         went_on.append(not stopping.wait(0.01))
         return went_on[-1]
 
+    with engine.connect() as conn:
+        assert flows.backlog(conn) == len(valid)
     assert flows.analyze_pending(engine, cluster, between=between)["events"] == 200
     assert went_on == [True, False]
+    with engine.connect() as conn:
+        assert flows.backlog(conn) == len(valid) - 200  # what /metrics reports as the engine's backlog
     assert flows.analyze_pending(engine, cluster)["events"] == len(valid) - 200
+    with engine.connect() as conn:
+        assert flows.backlog(conn) == 0
 
 
 def test_an_analysis_asked_for_takes_over_from_a_background_pass_resting_between_its_steps(engine, monkeypatch):

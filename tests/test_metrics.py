@@ -75,6 +75,7 @@ def test_ingest_incidents_and_reliability_metrics(client):
     assert value(families, "faultgraph_open_incidents", category="network") == 0
     assert value(families, "faultgraph_store_events") == 66 + 65
     assert value(families, "faultgraph_store_incidents") == 2
+    assert value(families, "faultgraph_engine_backlog_events") == 0  # analysed above
     assert value(families, "faultgraph_store_bytes") > 0
     # two unplanned interruptions over the span of the stored events (07:30:00 → 11:10:04)
     mtbf = value(families, "faultgraph_cluster_mtbf_hours")

@@ -77,6 +77,12 @@ def _last_seq(conn: Connection) -> int:
     return value or 0
 
 
+def backlog(conn: Connection) -> int:
+    """Events committed that no engine pass has analysed yet: under a sustained stream the
+    engine takes its share of the cores and may fall behind; this says by how much."""
+    return conn.execute(sa.select(sa.func.count()).where(events.c.seq > _last_seq(conn))).scalar() or 0
+
+
 def _save_seq(conn: Connection, seq: int) -> None:
     if conn.execute(engine_state.update().where(engine_state.c.name == "incidents").values(last_seq=seq)).rowcount == 0:
         conn.execute(engine_state.insert().values(name="incidents", last_seq=seq))
