@@ -7,7 +7,9 @@
 Starts `faultgraph serve` on loopback, posts pre-serialised batches from concurrent
 connections, then measures the ceiling: the same payloads parsed with orjson and
 bulk-inserted into a fresh store of the same backend directly. Prints both, their ratio, the
-server's peak RSS, and GET /v1/events latency for 1-hour windows on the filled store.
+server's peak RSS, how far behind the incident engine was when the last batch was
+acknowledged and how long it took to catch up, and GET /v1/events latency for 1-hour
+windows on the filled, analysed store.
 
     python tests/bench/ingest.py --compare-postgres postgresql://postgres@127.0.0.1:5432/postgres
 
@@ -33,6 +35,7 @@ from pathlib import Path
 import httpx
 import orjson
 import pyarrow as pa
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -176,6 +179,28 @@ class Figures:
     rss: float
     store_mib: float
     stages: dict[str, float]
+    backlog: float  # events the engine had not analysed at the last acknowledgement
+    caught_up: float  # seconds from then until it had
+
+
+def engine_backlog(client: httpx.Client) -> float:
+    """The server's `faultgraph_engine_backlog_events`."""
+    for family in text_string_to_metric_families(client.get("/metrics").text):
+        if family.name == "faultgraph_engine_backlog_events":
+            return family.samples[0].value
+    raise RuntimeError("/metrics has no faultgraph_engine_backlog_events")
+
+
+def catch_up(url: str, poll_s: float = 0.5) -> tuple[float, float]:
+    """(backlog now, seconds until the engine has analysed everything stored): the cost of
+    ingest going first, which the events/s figure alone hides."""
+    started = time.perf_counter()
+    with httpx.Client(base_url=url, timeout=120) as client:
+        behind = left = engine_backlog(client)
+        while left:
+            time.sleep(poll_s)
+            left = engine_backlog(client)
+    return behind, time.perf_counter() - started
 
 
 @contextlib.contextmanager
@@ -193,6 +218,7 @@ def measure(bodies: list[bytes], concurrency: int, server_db: str, ceiling_db: s
     server = start_server(server_db, args=("--workers", str(workers)))
     try:
         elapsed, accepted = asyncio.run(post_all(server.url, bodies, concurrency))
+        backlog, caught_up = catch_up(server.url)
         p50, p99 = query_latency(server.url)
         pid = server.process.pid
         rss = max(peak_rss_mib(p) for p in [pid, *child_pids(pid)])
@@ -200,7 +226,7 @@ def measure(bodies: list[bytes], concurrency: int, server_db: str, ceiling_db: s
         server.stop()
     size = store_mib(server_db)
     return Figures(accepted, elapsed, accepted / elapsed, ceiling(bodies, ceiling_db), p50, p99, rss, size,
-                   stages(bodies, stages_db))
+                   stages(bodies, stages_db), backlog, caught_up)
 
 
 def store_mib(db_url: str) -> float:
@@ -221,6 +247,7 @@ def report(label: str, f: Figures, batch: int, concurrency: int) -> None:
     print(f"[{label}]")
     print(f"events posted          {f.accepted:>12,} in batches of {batch}, {concurrency} connections")
     print(f"HTTP ingest            {f.http_rate:>12,.0f} events/s ({f.elapsed:.1f} s)")
+    print(f"engine backlog         {f.backlog:>12,.0f} events at the last acknowledgement, analysed {f.caught_up:.1f} s later")
     print(f"in-process ceiling     {f.ceiling_rate:>12,.0f} events/s (orjson + Arrow + bulk insert)")
     print(f"HTTP / ceiling         {f.http_rate / f.ceiling_rate:>12.2f}")
     steps = ", ".join(f"{name} {micros:.1f}" for name, micros in f.stages.items())
