@@ -95,12 +95,12 @@ COLUMNS = (events.c.id, events.c.time, events.c.host, events.c.kind, events.c.co
            sa.case((events.c.kind.in_(racks.MESSAGE_KINDS), events.c.message)).label("message"))
 
 
-def _as_dicts(result: sa.CursorResult) -> list[dict]:
+def _as_dicts(conn: Connection, query: sa.Select) -> list[dict]:
     # Rows unpacked as tuples: reading sixteen thousand of them by attribute name cost a
     # quarter more, and after a storm this load is a third of the pass the incident waits for.
     # Hosts, kinds, components, severities and jobs repeat across a window: each is kept once
-    # (the driver makes a new string per row), and the driver's rows are converted a part at
-    # a time rather than all held beside their dicts: together a quarter of the pass's peak.
+    # (each row arrives with strings of its own), and the rows are converted a part at a time
+    # rather than all held beside their dicts: together a quarter of the pass's peak.
     loads = orjson.loads
     kept: dict[str | None, str | None] = {}
     once = kept.setdefault
@@ -108,8 +108,7 @@ def _as_dicts(result: sa.CursorResult) -> list[dict]:
         {"id": id_, "time": at.replace(tzinfo=UTC), "host": once(host, host), "kind": once(kind, kind),
          "component": once(component, component), "severity": once(severity, severity), "job": once(job, job),
          "rank": rank, "attrs": loads(attrs) if isinstance(attrs, str | bytes) else (attrs or {}), "message": message}
-        for part in result.partitions(10_000)
-        for id_, at, host, kind, component, severity, job, rank, attrs, message in part
+        for id_, at, host, kind, component, severity, job, rank, attrs, message in store.rows_of(conn, query)
     ]
 
 
@@ -126,7 +125,7 @@ def _load_events(conn: Connection, low: datetime, high: datetime, up_to_seq: int
                events.c.kind != "train_step")  # progress: degradations.py
         .order_by(events.c.time, events.c.id)
     )
-    window = _as_dicts(conn.execute(query))
+    window = _as_dicts(conn, query)
     named = sorted({*jobs, *(event["job"] for event in window if event["job"])})
     return _last_starts(conn, named, low, up_to_seq) + window
 
@@ -143,7 +142,7 @@ def _last_starts(conn: Connection, jobs: Sequence[str], before: datetime, up_to_
               .group_by(events.c.job).subquery())
     query = (sa.select(*COLUMNS).join(latest, sa.and_(events.c.job == latest.c.job, events.c.time == latest.c.at))
              .where(events.c.kind.in_(RESTART_KINDS)).order_by(events.c.time, events.c.id))
-    return _as_dicts(conn.execute(query))
+    return _as_dicts(conn, query)
 
 
 def _overlapping(conn: Connection, low: datetime, high: datetime) -> list[sa.Row]:
