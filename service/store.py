@@ -138,8 +138,9 @@ def make_engine(url: str, settings: Settings | None = None) -> Engine:
 def rows_of(conn: Connection, query: sa.Select, *, part: int = 10_000) -> Iterator[tuple]:
     """`query`'s rows as tuples, `part` at a time. On DuckDB through Arrow: the driver's own
     rows cost half again as much to build, and the engine reads a window of a hundred
-    thousand events on every step of a pass. Values are as the driver gives them (naive
-    UTC times, JSON as text)."""
+    thousand events on every step of a pass. There the values skip SQLAlchemy's result
+    processing (naive UTC times, JSON as text); elsewhere they are the driver's rows, JSON
+    decoded."""
     if conn.dialect.name != "duckdb":
         for rows in conn.execute(query).partitions(part):
             yield from rows
