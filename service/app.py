@@ -100,7 +100,8 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
         # that holds off while a local burst settles: passes during a storm would take the cores
         # its acknowledgements need, and one pass after it finds the incident within the target.
         app.state.runner = IncidentRunner(engine, engine_view, interval=2.0,
-                                          leading=lambda: lease.held and not app.state.writer.settling)
+                                          leading=lambda: lease.held and not app.state.writer.settling,
+                                          idle_for=app.state.writer.idle_for)
         app.state.alerts = alerts.Dispatcher(engine, alerts.AlertConfig.from_settings(settings), metrics=app.state.metrics,
                                              leading=lambda: lease.held)
 

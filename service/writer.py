@@ -92,6 +92,7 @@ class GroupWriter:
         self._max_group_rows = max_group_rows
         self._committed_at: float | None = None  # the last commit `on_quiet` has not followed
         self._waiting_since = 0.0  # the first such commit
+        self._last_commit = float("-inf")
         self.commits = 0
         # Passes back to back: each blocks on the queue (or the quiet deadline) for its group.
         self._loop = Loop("writer", self._next, interval=0.0).start()
@@ -104,6 +105,11 @@ class GroupWriter:
     def settling(self) -> bool:
         """Commits were made that `on_quiet` has not yet followed: a burst is under way."""
         return self._committed_at is not None
+
+    def idle_for(self) -> float:
+        """Seconds since the last commit: how long ingest has paused. The engine rests
+        between the steps of a pass that is behind only while it has not."""
+        return time.monotonic() - self._last_commit
 
     def submit(self, rows: Sized) -> Future:
         """Queue `rows` (an Arrow table, or a batch `convert` takes); the future resolves to
@@ -156,7 +162,7 @@ class GroupWriter:
             group.append(more)
             size += len(more.rows)
         if self._commit(group):
-            now = time.monotonic()
+            now = self._last_commit = time.monotonic()
             if self._committed_at is None:
                 self._waiting_since = now
             self._committed_at = now

@@ -2,6 +2,7 @@
 only its tail and extend it, and come out where one pass over the whole stream does."""
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from itertools import zip_longest
 
@@ -295,3 +296,26 @@ def test_an_analysis_asked_for_takes_over_from_a_background_pass_resting_between
     finally:
         runner.close()
     assert asked[0]["events"] == len(valid) - 100  # the background pass did its first step
+
+
+def test_a_background_pass_rests_between_its_steps_only_while_ingest_goes_on(engine):
+    """While commits go on, a pass that is behind leaves the cores to ingest between its
+    steps; once the writer has been idle for QUIET seconds the rest ends, and a rest taken
+    while ingest went on ends when it pauses."""
+    idle = [0.0]
+    runner = flows.IncidentRunner(engine, lambda: None, interval=3600, idle_for=lambda: idle[0])
+    try:
+        began = time.monotonic()
+        assert runner._between_steps(0.3)
+        assert time.monotonic() - began >= 0.3  # ingest going on: the whole rest
+        idle[0] = flows.QUIET
+        began = time.monotonic()
+        assert runner._between_steps(3600)
+        assert time.monotonic() - began < 60  # ingest paused: no rest
+        idle[0] = 0.0
+        threading.Timer(0.2, lambda: idle.__setitem__(0, flows.QUIET)).start()
+        began = time.monotonic()
+        assert runner._between_steps(3600)
+        assert time.monotonic() - began < 60  # it paused during the rest: the rest ended
+    finally:
+        runner.close()

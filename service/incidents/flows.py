@@ -68,6 +68,12 @@ RESTART_KINDS = ("job_start", "job_restart")
 # Unstepped, each pass of tests/bench/ingest.py's million events took all that arrived
 # during the last, slower for it: windows grew to 478,000 events (service/README).
 MAX_NEW = 50_000
+# A background pass that is behind rests between its steps only while ingest goes on: once
+# nothing was committed for QUIET seconds no request needs the cores, and the pass catches
+# up unrested (after tests/bench/ingest.py's flood it rested about half its catch-up).
+# A rest looks again every REST_SLICE.
+QUIET = 1.0
+REST_SLICE = 0.1
 
 
 
@@ -423,8 +429,12 @@ class IncidentRunner:
     process leads, and on demand always (the engine lock makes that safe anywhere)."""
 
     def __init__(self, engine: Engine, cluster: Callable[[], Cluster], *, interval: float = 1.0,
-                 leading: Callable[[], bool] = lambda: True) -> None:
+                 leading: Callable[[], bool] = lambda: True,
+                 idle_for: Callable[[], float] = lambda: 0.0) -> None:
+        """`idle_for` says how many seconds ingest has paused (the writer's); by default it
+        never has, and every rest between steps is taken whole."""
         self._engine = engine
+        self._idle_for = idle_for
         self._cluster = cluster
         self._lock = threading.Lock()
         self._asked = threading.Event()  # an on-demand pass waits for the lock, or closing
@@ -464,9 +474,14 @@ class IncidentRunner:
             return self._pass(self._between_steps, asked=False)
 
     def _between_steps(self, seconds: float) -> bool:
-        """A background pass's rest between steps: False (end the pass) when an on-demand
-        pass asks for the lock or the runner closes."""
-        return not self._asked.wait(seconds) and not self._loop.stopping
+        """A background pass's rest between steps, cut short once ingest has paused for
+        QUIET seconds; False (end the pass) when an on-demand pass asks for the lock or the
+        runner closes."""
+        deadline = time.monotonic() + seconds
+        while self._idle_for() < QUIET and (left := deadline - time.monotonic()) > 0:
+            if self._asked.wait(min(REST_SLICE, left)):
+                break
+        return not self._asked.is_set() and not self._loop.stopping
 
     def _pass(self, between: Callable[[float], bool], *, asked: bool) -> dict[str, int]:
         """One pass, under the lock; its duration without the rests goes to `after_pass`.
