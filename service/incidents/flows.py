@@ -68,10 +68,13 @@ RESTART_KINDS = ("job_start", "job_restart")
 # Unstepped, each pass of tests/bench/ingest.py's million events took all that arrived
 # during the last, slower for it: windows grew to 478,000 events (service/README).
 MAX_NEW = 50_000
-# A background pass that is behind rests between its steps only while ingest goes on: once
-# nothing was committed for QUIET seconds no request needs the cores, and the pass catches
-# up unrested (after tests/bench/ingest.py's flood it rested about half its catch-up).
-# A rest looks again every REST_SLICE.
+# A background pass that is behind rests between its steps, REST_PER_STEP times as long as
+# each step took, but only while ingest goes on: the engine then takes at most a third of a
+# core from a flood (half of one at 1.0: 42,000–49,900 against 46,900–56,600 events/s in
+# tests/bench/ingest.py, 5 runs each; the catch-up after it 51–63 s either way), and once nothing was committed
+# for QUIET seconds no request needs the cores and the pass catches up unrested (resting
+# regardless, it had rested about half its catch-up). A rest looks again every REST_SLICE.
+REST_PER_STEP = 2.0
 QUIET = 1.0
 REST_SLICE = 0.1
 
@@ -443,7 +446,7 @@ class IncidentRunner:
         self.after_pass: Callable[[dict[str, int], float], None] = lambda result, seconds: None  # metrics, alerts
         # Under a sustained stream, rest as long as the pass took: the engine then takes at
         # most half a core from ingest, and each pass covers more new events. A pass that is
-        # behind rests as long between its steps too; a storm's pass is one step.
+        # behind rests REST_PER_STEP times as long between its steps; a storm's pass is one step.
         self._loop = Loop("engine", self._background, interval=interval, leading=leading,
                           rest=lambda: min(self.last_duration, interval * 2)).start()
 
@@ -474,10 +477,10 @@ class IncidentRunner:
             return self._pass(self._between_steps, asked=False)
 
     def _between_steps(self, seconds: float) -> bool:
-        """A background pass's rest between steps, cut short once ingest has paused for
-        QUIET seconds; False (end the pass) when an on-demand pass asks for the lock or the
-        runner closes."""
-        deadline = time.monotonic() + seconds
+        """A background pass's rest after a step of `seconds`, cut short once ingest has
+        paused for QUIET seconds; False (end the pass) when an on-demand pass asks for the
+        lock or the runner closes."""
+        deadline = time.monotonic() + REST_PER_STEP * seconds
         while self._idle_for() < QUIET and (left := deadline - time.monotonic()) > 0:
             if self._asked.wait(min(REST_SLICE, left)):
                 break
