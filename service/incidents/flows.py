@@ -71,9 +71,11 @@ MAX_NEW = 50_000
 # A background pass that is behind rests between its steps, REST_PER_STEP times as long as
 # each step took, but only while ingest goes on: the engine then takes at most a third of a
 # core from a flood (half of one at 1.0: 42,000–49,900 against 46,900–56,600 events/s in
-# tests/bench/ingest.py, 5 runs each; the catch-up after it 51–63 s either way), and once nothing was committed
-# for QUIET seconds no request needs the cores and the pass catches up unrested (resting
-# regardless, it had rested about half its catch-up). A rest looks again every REST_SLICE.
+# tests/bench/ingest.py, 5 runs each; the catch-up after it 51–63 s either way). Once
+# nothing was committed for QUIET seconds no request needs the cores, and the pass catches
+# up unrested (resting regardless, it had rested about half its catch-up). A rest looks
+# again every REST_SLICE. (Not the writer's `settling`: a flood's commits end it every
+# `max_wait_s`, when the engine is woken, and its 0.2 s debounce is a storm's, not a rest's.)
 REST_PER_STEP = 2.0
 QUIET = 1.0
 REST_SLICE = 0.1
