@@ -42,8 +42,13 @@ def parse_pci(address: Any) -> tuple[str, int | None] | None:
     Accepts `0000:3b:00`, `0000:3b:00.0`, `00000000:3B:00.0` (nvidia-smi), `3b:00.0`
     (domain 0) and a leading `PCI:`; the domain is normalised to four hex digits.
     """
-    if not isinstance(address, str):
-        return None
+    return _parse_pci_text(address) if isinstance(address, str) else None
+
+
+# Every ingested Xid or AER line carries a bus id, and a cluster's hosts share a few dozen.
+@functools.lru_cache(maxsize=4096)
+def _parse_pci_text(address: str) -> tuple[str, int | None] | None:
+    """`parse_pci` of a string, kept: the regex and its conversions are most of a resolve."""
     match = _PCI.match(address.strip())
     if match is None:
         return None
@@ -65,9 +70,8 @@ def normalise_ip(address: Any) -> str | None:
         return None
 
 
-def _index_of(pattern: re.Pattern[str], name: Any) -> int | None:
-    if not isinstance(name, str):
-        return None
+@functools.lru_cache(maxsize=4096)  # per event with a device name; a cluster has a few dozen
+def _index_of(pattern: re.Pattern[str], name: str) -> int | None:
     match = pattern.match(name.strip())
     return None if match is None else int(match["n"])
 
@@ -140,10 +144,11 @@ class Resolver:
         serial, device name (`attrs.device`, also on the envelope), NVSwitch index, the
         rank through `placement`, an IP in `attrs.ip`; finally the host.
         """
-        if not isinstance(event, Mapping):
+        # (A dict is tested first: the ABC's own check costs more than the rest of a lookup.)
+        if not isinstance(event, dict | Mapping):
             return None
         attrs = event.get("attrs")
-        attrs = attrs if isinstance(attrs, Mapping) else {}
+        attrs = attrs if isinstance(attrs, dict | Mapping) else {}
         explicit = event.get("component")
         if isinstance(explicit, str) and explicit:
             found = self.canonical(explicit)
@@ -312,6 +317,8 @@ class Resolver:
         return None
 
     def _by_global(self, attrs: Mapping[str, Any]) -> str | None:
+        if not self._global:  # no topology, or one without UUIDs and serials
+            return None
         for key in _GLOBAL_EVENT_KEYS:
             value = attrs.get(key)
             if isinstance(value, str) and value in self._global:
