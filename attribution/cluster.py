@@ -64,9 +64,6 @@ class ClusterSnapshot:
             self._reach[job] = fabric_reach(self.topology, hosts)
         return self._reach[job]
 
-    def has_jobs(self) -> bool:
-        return bool(self.jobs)
-
     def placement(self, job: str) -> Placement | None:
         return self._placements.get(job)
 

@@ -60,8 +60,6 @@ class Cluster(Protocol):
 
     def reach(self, hosts: Iterable[str], *, job: str | None = None) -> frozenset[str]: ...
 
-    def has_jobs(self) -> bool: ...
-
 
 @dataclass
 class Draft:

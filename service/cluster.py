@@ -249,9 +249,6 @@ class Cluster:
         """Jobs that had `host` in their placement at `at`."""
         return [job.id for job in self._jobs_on_host.get(host, ()) if job.covers(at)]
 
-    def has_jobs(self) -> bool:
-        return bool(self._jobs)
-
     def resolve(self, event: Mapping[str, Any], placement: Placement | None = None) -> str | None:
         return self.graph.resolver.resolve(event, placement)
 

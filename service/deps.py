@@ -16,7 +16,6 @@ from fastapi import Depends, Request
 from sqlalchemy.engine import Engine
 
 from faultgraph.service.audit import Trail
-from faultgraph.service.auth.limits import IngestLimiter
 from faultgraph.service.auth.service import Authenticator
 from faultgraph.service.cluster import Cluster
 from faultgraph.service.config import Settings
@@ -25,7 +24,6 @@ from faultgraph.service.incidents.flows import IncidentRunner
 from faultgraph.service.leader import Lease
 from faultgraph.service.liveness import Liveness
 from faultgraph.service.metrics import Metrics
-from faultgraph.service.metrics import current as current_metrics
 from faultgraph.service.writer import GroupWriter
 
 
@@ -60,8 +58,6 @@ engine = _from_state("engine")
 cluster = _from_state("cluster")
 writer = _from_state("writer")
 settings = _from_state("settings")
-metrics = current_metrics  # declared beside the /metrics route, which uses it too
-limiter = _from_state("limiter")
 liveness = _from_state("liveness")
 authenticator = _from_state("auth")
 lease = _from_state("lease")
@@ -73,8 +69,6 @@ EngineDep = Annotated[Engine, Depends(engine)]
 ClusterDep = Annotated[Cluster, Depends(cluster)]
 WriterDep = Annotated[GroupWriter, Depends(writer)]
 SettingsDep = Annotated[Settings, Depends(settings)]
-MetricsDep = Annotated[Metrics, Depends(metrics)]
-LimiterDep = Annotated[IngestLimiter, Depends(limiter)]
 LivenessDep = Annotated[Liveness, Depends(liveness)]
 AuthenticatorDep = Annotated[Authenticator, Depends(authenticator)]
 LeaseDep = Annotated[Lease, Depends(lease)]

@@ -236,7 +236,7 @@ def install(app, metrics: Metrics) -> None:
 
 
 async def current(request: Request) -> Metrics:
-    """The app's metrics, as a dependency (`deps.MetricsDep` is this provider)."""
+    """The app's metrics, as a dependency of the /metrics route."""
     return request.app.state.metrics
 
 

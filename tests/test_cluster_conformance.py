@@ -44,7 +44,6 @@ def implementations(tmp_path_factory: pytest.TempPathFactory) -> dict[str, objec
 
 
 QUESTIONS: list[tuple[str, tuple, dict]] = [
-    ("has_jobs", (), {}),
     ("jobs_on", ("node0003", T0), {}),
     ("jobs_on", ("node0012", T0 - timedelta(hours=4)), {}),  # before train-b started
     ("jobs_on", ("node0099", T0), {}),

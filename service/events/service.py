@@ -2,7 +2,7 @@
 
 import base64
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -361,8 +361,3 @@ def get_all(conn: Connection, *, flt: EventFilter, limit: int, cursor: str | Non
     following = encode_cursor(page[-1].time, page[-1].id) if len(rows) > limit else None
     return [row_to_event(row) for row in page], following
 
-
-def get_by_ids(conn: Connection, *, ids: Iterable[str]) -> list[dict]:
-    """The events with these ids, in time order."""
-    rows = conn.execute(sa.select(events).where(events.c.id.in_(list(ids))).order_by(events.c.time, events.c.id))
-    return [row_to_event(row) for row in rows]
