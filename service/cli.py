@@ -231,8 +231,10 @@ def token_rotate(
     expires: DurationOption = None,
     db: DbOption = None,
 ) -> None:
-    """Print a new token with the old one's name, role and bindings; the old one keeps
-    working for --overlap, so hosts can be handed the new one without a gap."""
+    """Print a new token with the old one's name, role and bindings.
+
+    The old one keeps working for --overlap, so hosts can be handed the new one without a gap.
+    """
     settings = load_settings(db)
     overlap_for, expires_in = _duration(overlap, "--overlap"), _duration(expires, "--expires")
     try:
@@ -316,8 +318,10 @@ def prune(
     archive: Annotated[str | None, typer.Option(help="Folder or s3://bucket/prefix that receives each pruned day as Parquet "
                                                      "(default FAULTGRAPH_ARCHIVE; S3 endpoint and keys from FAULTGRAPH_ARCHIVE_*).")] = None,
 ) -> None:
-    """Roll up, archive and remove raw low-severity events past their retention (idempotent;
-    safe to interrupt). The service runs the same pass every hour."""
+    """Roll up, archive and remove raw low-severity events past their retention.
+
+    Idempotent and safe to interrupt; the service runs the same pass every hour.
+    """
     from datetime import UTC, datetime
 
     from faultgraph.service.events.flows import Retention

@@ -215,8 +215,11 @@ def demo(host: Annotated[str, typer.Option(help="Address to listen on.")] = "127
          port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
          db: Annotated[str | None, typer.Option("--db", help="Database URL; default a fresh DuckDB file in a temporary directory.")] = None,
          hosts: Annotated[int, typer.Option(min=4, help="Hosts in the generated cluster (two jobs share them).")] = 32) -> None:
-    """Serve a generated cluster and its jobs through a simulated run of faults (one of every
-    kind the simulator knows), then print the address of the UI and of the first incident."""
+    """Serve a generated cluster and its jobs through a simulated run of faults.
+
+    One fault of every kind the simulator knows; then the address of the UI and of the first
+    incident are printed.
+    """
     from faultgraph.service.app import create_app
     from faultgraph.service.auth import service as tokens
     from faultgraph.service.config import Settings

@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
+import typer.main
 from conftest import free_port
 from test_incidents_api import T0, gpu_falls_off
 from typer.testing import CliRunner
@@ -84,6 +85,19 @@ def test_ack_and_resolve_with_cause(loaded):
     assert result.exit_code == 1 and "expected one of" in result.output
     result = cli("ack", "inc-999999", "--url", loaded["url"])
     assert result.exit_code == 1 and "404 from" in result.output
+
+
+def test_every_command_has_a_one_line_summary():
+    """The group listings show a command's first paragraph as written, line breaks kept
+    (Typer's rich mode): a summary wrapped in the docstring comes out broken mid-sentence."""
+    def commands(group, path):
+        for name, command in getattr(group, "commands", {}).items():
+            yield f"{path} {name}", command
+            yield from commands(command, f"{path} {name}")
+
+    wrapped = [path for path, command in commands(typer.main.get_command(app), "faultgraph")
+               if "\n" in (command.help or "").strip().split("\n\n")[0]]
+    assert wrapped == []
 
 
 def test_unreachable_server_is_one_line_not_a_traceback():
