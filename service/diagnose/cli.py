@@ -18,6 +18,8 @@ from faultgraph.service.events.service import BodyError
 console = Console() if sys.stdout.isatty() else Console(width=160)
 CATEGORY_STYLE = {"gpu": "bold red", "host": "magenta", "network": "blue", "software": "green",
                   "maintenance": "white", "unknown": "dim"}
+# Where a paste names no host, the answer's component and action target are null.
+UNNAMED = "[dim]an unnamed host[/dim]"
 
 
 def _read(files: list[Path]) -> list[str]:
@@ -64,11 +66,13 @@ def _print(answer: dict) -> None:
     for n, incident in enumerate(answer["incidents"], 1):
         root = incident["root_cause"]
         style = CATEGORY_STYLE.get(root["category"], "")
-        console.print(f"\n[bold]{n}. [{style}]{root['category']}[/{style}] / {root['cause']}[/bold] at "
-                      f"[bold]{escape(str(root['component']))}[/bold]  (confidence {root['confidence']:.2f})")
+        place = f"[bold]{escape(root['component'])}[/bold]" if root["component"] else UNNAMED
+        console.print(f"\n[bold]{n}. [{style}]{root['category']}[/{style}] / {root['cause']}[/bold] at {place}"
+                      f"  (confidence {root['confidence']:.2f})")
         console.print(f"   {escape(root['explanation'])}")
-        console.print(f"   [bold]Action:[/] {incident['action']['kind']} {escape(str(incident['action']['target']))}: "
-                      f"{escape(incident['action']['detail'])}")
+        action = incident["action"]
+        target = f" {escape(action['target'])}" if action["target"] else ""
+        console.print(f"   [bold]Action:[/] {action['kind']}{target}: {escape(action['detail'])}")
         for quoted in incident["lines"][:12]:
             console.print(f"   [dim]{quoted['line']:>6}[/dim] [yellow]{escape(quoted['text'])}[/yellow]", soft_wrap=True)
         if len(incident["lines"]) > 12:

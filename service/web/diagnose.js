@@ -41,7 +41,8 @@ function incidentCard(incident, rank, lines) {
   const root = incident.root_cause;
   return el("article", { class: "card diagnosis", "data-rank": rank },
     el("h2", {}, `${rank}. `, categoryChip(root.category), ` ${root.cause.replaceAll("_", " ")} at `,
-      el("span", { class: "place", text: root.component })),
+      root.component ? el("span", { class: "place", text: root.component })
+        : el("span", { class: "place unnamed", text: "an unnamed host" })),
     el("p", { class: "muted", text: `confidence ${fmtNumber(root.confidence, 2)} · rule ${root.rule}` }),
     el("p", { class: "explanation", text: root.explanation }),
     el("div", { class: `action ${incident.action.kind}` },
