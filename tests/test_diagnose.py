@@ -259,13 +259,13 @@ def test_command_prints_the_same_answer_without_a_server(tmp_path):
     assert missing.exit_code == 2 and "nope.log" in missing.output
 
 
-
 def test_command_names_a_paste_without_a_host_as_unnamed_not_none():
     human = cli("diagnose", str(DATA / "deepspeed-5482-cuda-unknown-error.log"))
     assert human.exit_code == 0, human.output
     headline = next(line for line in human.stdout.splitlines() if line.startswith("1. "))
     assert headline.split(" at ")[1].startswith("an unnamed host"), headline
     assert "None" not in human.stdout
+
 
 # ---------------------------------------------------------------- any input
 

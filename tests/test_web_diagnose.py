@@ -53,7 +53,6 @@ def test_files_load_into_the_paste_and_a_host_places_the_answer(live, page):  # 
     assert first.locator(".action").inner_text().startswith("evict dgk713")
 
 
-
 def test_a_paste_that_names_no_host_says_so(live, page):  # noqa: F811
     open_page(page, f"{live.url}/ui/diagnose.html")
     page.fill("#paste", (DATA / "deepspeed-5482-cuda-unknown-error.log").read_text())
@@ -61,6 +60,7 @@ def test_a_paste_that_names_no_host_says_so(live, page):  # noqa: F811
     first = page.locator("article.diagnosis").first
     assert first.locator(".place.unnamed").inner_text() == "an unnamed host"
     assert "null" not in first.inner_text()
+
 
 def test_lines_that_say_nothing_get_a_plain_no(live, page):  # noqa: F811
     open_page(page, f"{live.url}/ui/diagnose.html")
