@@ -86,10 +86,10 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
     db: DbOption = None,
-    tls_cert: Annotated[Path | None, typer.Option(envvar="FAULTGRAPH_TLS_CERT", help="Serve HTTPS with this certificate (PEM, chain included; env FAULTGRAPH_TLS_CERT).")] = None,
-    tls_key: Annotated[Path | None, typer.Option(envvar="FAULTGRAPH_TLS_KEY", help="Its private key, if not in the certificate file (env FAULTGRAPH_TLS_KEY).")] = None,
-    tls_client_ca: Annotated[Path | None, typer.Option(envvar="FAULTGRAPH_TLS_CLIENT_CA", help="Require client certificates signed by this CA: mutual TLS (env FAULTGRAPH_TLS_CLIENT_CA).")] = None,
-    workers: Annotated[int, typer.Option(min=1, envvar="FAULTGRAPH_WORKERS", help="Server processes on one socket, each a replica (PostgreSQL only; env FAULTGRAPH_WORKERS).")] = 1,
+    tls_cert: Annotated[Path | None, typer.Option(envvar="FAULTGRAPH_TLS_CERT", help="Serve HTTPS with this certificate (PEM, chain included).")] = None,
+    tls_key: Annotated[Path | None, typer.Option(envvar="FAULTGRAPH_TLS_KEY", help="Its private key, if not in the certificate file.")] = None,
+    tls_client_ca: Annotated[Path | None, typer.Option(envvar="FAULTGRAPH_TLS_CLIENT_CA", help="Require client certificates signed by this CA: mutual TLS.")] = None,
+    workers: Annotated[int, typer.Option(min=1, envvar="FAULTGRAPH_WORKERS", help="Server processes on one socket, each a replica (PostgreSQL only).")] = 1,
 ) -> None:
     """Run the service (ingest, query, incidents, statistics, web UI)."""
     settings = load_settings(db)

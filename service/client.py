@@ -23,9 +23,9 @@ from faultgraph.service.config import ClientSettings
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
-UrlOption = Annotated[str, typer.Option("--url", envvar="FAULTGRAPH_URL", help="The faultgraph server (env FAULTGRAPH_URL).")]
+UrlOption = Annotated[str, typer.Option("--url", envvar="FAULTGRAPH_URL", help="The faultgraph server.")]
 TokenOption = Annotated[str | None, typer.Option(
-    "--token", envvar="FAULTGRAPH_TOKEN", help="Bearer token (env FAULTGRAPH_TOKEN); not needed on a loopback server without tokens.")]
+    "--token", envvar="FAULTGRAPH_TOKEN", help="Bearer token; not needed on a loopback server without tokens.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the API's JSON answer instead of tables.")]
 
 

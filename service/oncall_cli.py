@@ -217,8 +217,7 @@ def demo(host: Annotated[str, typer.Option(help="Address to listen on.")] = "127
          hosts: Annotated[int, typer.Option(min=4, help="Hosts in the generated cluster (two jobs share them).")] = 32) -> None:
     """Serve a generated cluster and its jobs through a simulated run of faults.
 
-    One fault of every kind the simulator knows; then the address of the UI and of the first
-    incident are printed.
+    One fault of every kind the simulator knows; then the addresses of the UI and of the first incident are printed.
     """
     from faultgraph.service.app import create_app
     from faultgraph.service.auth import service as tokens

@@ -87,17 +87,29 @@ def test_ack_and_resolve_with_cause(loaded):
     assert result.exit_code == 1 and "404 from" in result.output
 
 
-def test_every_command_has_a_one_line_summary():
-    """The group listings show a command's first paragraph as written, line breaks kept
-    (Typer's rich mode): a summary wrapped in the docstring comes out broken mid-sentence."""
-    def commands(group, path):
-        for name, command in getattr(group, "commands", {}).items():
-            yield f"{path} {name}", command
-            yield from commands(command, f"{path} {name}")
+def _commands(group, path="faultgraph"):
+    """Every command and sub-command of `group`, with the words that call it."""
+    for name, command in getattr(group, "commands", {}).items():
+        yield f"{path} {name}", command
+        yield from _commands(command, f"{path} {name}")
 
-    wrapped = [path for path, command in commands(typer.main.get_command(app), "faultgraph")
-               if "\n" in (command.help or "").strip().split("\n\n")[0]]
+
+def test_no_help_paragraph_is_wrapped_in_its_docstring():
+    """Typer's rich mode prints a docstring's paragraphs with their line breaks kept (the
+    listing's summaries and a command's own --help alike): a paragraph wrapped in the source
+    comes out broken mid-sentence wherever the terminal's width differs."""
+    wrapped = [path for path, command in _commands(typer.main.get_command(app))
+               if any("\n" in paragraph.strip() for paragraph in (command.help or "").split("\n\n"))]
     assert wrapped == []
+
+
+def test_an_option_read_from_the_environment_is_named_once_in_its_help():
+    """Typer adds `[env var: X]` to an option declared with `envvar`; its help saying so too
+    printed the variable twice."""
+    repeated = [f"{path} {param.opts[0]}" for path, command in _commands(typer.main.get_command(app))
+                for param in command.params
+                if isinstance(param.envvar, str) and param.envvar in (getattr(param, "help", None) or "")]
+    assert repeated == []
 
 
 def test_unreachable_server_is_one_line_not_a_traceback():

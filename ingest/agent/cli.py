@@ -15,7 +15,7 @@ from faultgraph.ingest.agent.connection import CaFileOption, CertOption, KeyOpti
 
 def agent(
     url: Annotated[str | None, typer.Option(help="The service, e.g. http://faultgraph:8080.")] = None,
-    token: Annotated[str | None, typer.Option(envvar="FAULTGRAPH_TOKEN", help="Bearer token of role agent (env FAULTGRAPH_TOKEN).")] = None,
+    token: Annotated[str | None, typer.Option(envvar="FAULTGRAPH_TOKEN", help="Bearer token of role agent.")] = None,
     file: Annotated[list[str] | None, typer.Option("--file", help="A file or glob to follow like tail -F; repeatable.")] = None,
     kmsg: Annotated[bool | None, typer.Option("--kmsg/--no-kmsg", help="Read the kernel log (/dev/kmsg, else journalctl -k).")] = None,
     state_dir: Annotated[Path | None, typer.Option(help="Spool and saved positions (default /var/lib/faultgraph-agent).")] = None,

@@ -11,8 +11,8 @@ from typing import Annotated
 import typer
 
 CaFileOption = Annotated[Path | None, typer.Option(
-    "--ca-file", envvar="FAULTGRAPH_CA_FILE", help="CA certificate(s) to verify an https:// server with (env FAULTGRAPH_CA_FILE); default the system's.")]
+    "--ca-file", envvar="FAULTGRAPH_CA_FILE", help="CA certificate(s) to verify an https:// server with; default the system's.")]
 CertOption = Annotated[Path | None, typer.Option(
-    "--cert", envvar="FAULTGRAPH_CERT", help="Client certificate for mutual TLS (env FAULTGRAPH_CERT).")]
+    "--cert", envvar="FAULTGRAPH_CERT", help="Client certificate for mutual TLS.")]
 KeyOption = Annotated[Path | None, typer.Option(
-    "--key", envvar="FAULTGRAPH_KEY", help="Its private key, if not in the --cert file (env FAULTGRAPH_KEY).")]
+    "--key", envvar="FAULTGRAPH_KEY", help="Its private key, if not in the --cert file.")]

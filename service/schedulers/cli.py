@@ -18,9 +18,9 @@ slurm_app = typer.Typer(help="Slurm prolog/epilog hooks that register jobs (SPEC
 k8s_app = typer.Typer(help="Register Kubernetes training jobs from their pods (SPEC §4).", no_args_is_help=True)
 
 SPOOL_DEFAULT = Path("/var/spool/faultgraph-slurm")
-UrlOption = Annotated[str, typer.Option(envvar="FAULTGRAPH_URL", help="The service (env FAULTGRAPH_URL).")]
-TokenOption = Annotated[str | None, typer.Option(envvar="FAULTGRAPH_TOKEN", help="Agent or admin token (env FAULTGRAPH_TOKEN).")]
-SpoolOption = Annotated[Path, typer.Option(envvar="FAULTGRAPH_SPOOL", help="Where posts wait while the service is unreachable (env FAULTGRAPH_SPOOL).")]
+UrlOption = Annotated[str, typer.Option(envvar="FAULTGRAPH_URL", help="The service.")]
+TokenOption = Annotated[str | None, typer.Option(envvar="FAULTGRAPH_TOKEN", help="Agent or admin token.")]
+SpoolOption = Annotated[Path, typer.Option(envvar="FAULTGRAPH_SPOOL", help="Where posts wait while the service is unreachable.")]
 BudgetOption = Annotated[float, typer.Option(help="Seconds the hook may spend talking to the service.")]
 
 
