@@ -65,6 +65,18 @@ def test_components_by_state_for_a_launcher(fleet):
     assert hosts == []
 
 
+def test_components_of_the_hosts_a_prolog_asks_about(fleet):
+    """`host=` keeps the parts inside those hosts (the host itself among them): a job's prolog
+    asks about its own nodes, not the whole fleet."""
+    def ids(**params) -> list[str]:
+        return [row["component"] for row in fleet.get("/v1/components", params=params).json()["components"]]
+
+    assert ids(host="node0041") == ["node0041/gpu3"]
+    assert ids(host="node0041,node0050") == ["node0041/gpu3", "node0050"]
+    assert ids(host=["node0041", "node0070"], state="suspect") == ["node0070"]
+    assert ids(host="node9999") == []
+
+
 def test_an_incident_root_turns_faulty_and_a_repair_closes_the_episode(fleet):
     body = fleet.get("/v1/components/history", params={"component": "node0041/gpu3"}).json()
     assert body["state"] == "healthy" and body["serial"] == "S-NEW"

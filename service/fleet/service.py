@@ -78,8 +78,9 @@ def host_of(component: str, topology: Topology | None) -> str:
 
 
 def get_all(conn: Connection, *, topology: Topology | None, states: list[str] | None,
-            types: list[str] | None) -> list[dict]:
-    """Components and their current state, filtered; `healthy` also lists the topology's
+            types: list[str] | None, hosts: list[str] | None) -> list[dict]:
+    """Components and their current state, filtered (`hosts`: the parts inside those hosts,
+    as a job's prolog asks about its own nodes); `healthy` also lists the topology's
     components that never had a state recorded."""
     replayed = units(conn)
     names = set(replayed)
@@ -90,6 +91,8 @@ def get_all(conn: Connection, *, topology: Topology | None, states: list[str] | 
         unit = replayed.get(name) or fleet.Unit(name)
         kind = component_type(name, topology)
         if (states and unit.state not in states) or (types and kind not in types):
+            continue
+        if hosts and host_of(name, topology) not in hosts:
             continue
         found.append(_describe(unit, kind, topology))
     return found

@@ -39,14 +39,17 @@ def list_components(
     cluster: ClusterDep,
     state: Annotated[list[str] | None, Query()] = None,
     type: Annotated[list[str] | None, Query()] = None,
+    host: Annotated[list[str] | None, Query()] = None,
 ) -> dict:
     """Components with their current state, since when, the cause and the incident that put
     them there — what a launcher reads to keep bad hardware out of the next job.
-    `state=faulty,drained,suspect`, `type=host` (comma-separated or repeated)."""
+    `state=faulty,drained,suspect`, `type=host`, `host=node0001,node0002` (the parts inside
+    those hosts); each comma-separated or repeated."""
     states = _choices(state, STATES, "state")
     types = _choices(type, UNIT_TYPES, "type")
+    hosts = list(split_list(host)) or None
     with engine.connect() as conn:
-        found = service.get_all(conn, topology=cluster.topology, states=states, types=types)
+        found = service.get_all(conn, topology=cluster.topology, states=states, types=types, hosts=hosts)
     return {"components": found, "next": None}
 
 
