@@ -374,6 +374,22 @@ def test_oncalls_word_stays_on_an_incident_a_later_job_takes_over(client, patch)
     assert incident["root_cause"]["cause"] == expected
 
 
+def test_a_confirmed_component_is_one_of_the_topology_s(client):
+    """With a topology uploaded, on-call's component is stored by its canonical id (an alias,
+    here the GPU's PCI address, accepted), and a name the topology lacks is refused before
+    anything changes: a typo confirmed would turn a part that does not exist faulty."""
+    assert client.put("/v1/topology", json=TOPOLOGY).status_code == 200
+    xid = {"time": iso(T0), "host": "node0015", "kind": "gpu_xid", "attrs": {"xid": 79, "pci": attrs_of("node0015/gpu6")["pci"]}}
+    assert client.post("/v1/events", json=[xid]).json()["accepted"] == 1
+    incident = only_incident(client)
+    typo = client.patch(f"/v1/incidents/{incident['id']}", json={"root_cause": {"component": "node0015/gpu66"}, "note": "x"})
+    assert typo.status_code == 422 and "'node0015/gpu66' is not a component or link of topology version 1" in typo.text
+    assert only_incident(client)["notes"] == [] and not only_incident(client)["root_cause"].get("confirmed")
+    alias = f"node0015/{attrs_of('node0015/gpu5')['pci']}"
+    moved = client.patch(f"/v1/incidents/{incident['id']}", json={"root_cause": {"component": alias}})
+    assert moved.status_code == 200 and moved.json()["root_cause"]["component"] == "node0015/gpu5"
+
+
 def test_a_gpu_that_did_not_come_back_after_the_reboot_stays_one_incident(client):
     """Live, in two passes: node0005 hung (heartbeat lost, its ranks silent) and the first
     pass can only blame the host. After its reboot the driver cannot initialise GPU 4 and,

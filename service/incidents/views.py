@@ -8,7 +8,8 @@ from starlette.concurrency import run_in_threadpool
 
 from faultgraph.ingest.causes import CATEGORIES
 from faultgraph.service.auth.dependencies import require
-from faultgraph.service.deps import AuditDep, EngineDep, RunnerDep
+from faultgraph.service.cluster import Cluster
+from faultgraph.service.deps import AuditDep, ClusterDep, EngineDep, RunnerDep
 from faultgraph.service.http import parse_time
 from faultgraph.service.incidents import service
 from faultgraph.service.incidents.models import STATUSES, TYPES, IncidentPatch
@@ -66,14 +67,31 @@ def get_timeline(engine: EngineDep, incident_id: str, limit: Annotated[int, Quer
 
 
 @router.patch("/incidents/{incident_id}", dependencies=[Depends(require("admin"))])
-def patch_incident(engine: EngineDep, trail: AuditDep, incident_id: str, patch: IncidentPatch) -> dict:
+def patch_incident(engine: EngineDep, cluster: ClusterDep, trail: AuditDep, incident_id: str,
+                   patch: IncidentPatch) -> dict:
     """On-call confirms or overrides the root cause, sets the status, or adds a note."""
+    if patch.root_cause is not None and patch.root_cause.component:
+        patch.root_cause.component = _known_component(cluster, patch.root_cause.component)
     with engine.begin() as conn:
         incident = service.update(conn, incident_id=incident_id, patch=patch, now=datetime.now(UTC))
     if incident is None:
         raise HTTPException(404, f"no incident {incident_id!r}")
     trail.record(action="incident.patch", target=incident_id, detail=patch.model_dump(exclude_unset=True, mode="json"))
     return incident
+
+
+def _known_component(cluster: Cluster, component: str) -> str:
+    """The confirmed component's canonical id (an alias such as `node0042/mlx5_2` accepted).
+    With a topology uploaded a name it does not hold is refused: a typo confirmed would
+    mark a part that does not exist faulty and leave the real one healthy."""
+    graph = cluster.graph
+    if graph.topology is None:
+        return component
+    canonical = graph.resolver.canonical(component)
+    if canonical is None:
+        raise HTTPException(422, f"root_cause.component: {component!r} is not a component or link of topology "
+                                 f"version {graph.version}")
+    return canonical
 
 
 @router.post("/analyze", dependencies=[Depends(require("admin"))])
