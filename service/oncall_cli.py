@@ -64,6 +64,14 @@ def short_time(value: str | None) -> str:
     return value.replace("T", " ").replace("Z", "")[:19] if value else "—"
 
 
+def action_text(action: dict) -> str:
+    """What on-call should do, as the incidents page words it: kind `none` is no action,
+    whatever component it names (planned maintenance names its host)."""
+    if action.get("kind", "none") == "none":
+        return "no action"
+    return f"{action['kind']} {action.get('target') or ''}".strip()
+
+
 def root_text(incident: dict) -> str:
     root = incident.get("root_cause") or {}
     confirmed = " (confirmed)" if root.get("confirmed") else ""
@@ -97,7 +105,7 @@ def list_incidents(url: Url = client.DEFAULT_URL, token: Token = None,
                       short_time((incident.get("interruption") or {}).get("start") or incident.get("opened"))[5:16],
                       incident.get("job") or incident.get("scope") or "—",
                       Text(f"{root_text(incident)} on {(incident.get('root_cause') or {}).get('component') or '?'}"),
-                      f"{incident.get('symptoms', 0):,}", f"{action.get('kind', 'none')} {action.get('target') or ''}".strip())
+                      f"{incident.get('symptoms', 0):,}", action_text(action))
     console.print(table)
 
 
@@ -116,7 +124,7 @@ def show(incident_id: Incident, url: Url = client.DEFAULT_URL, token: Token = No
         f"status      [{STATUS_STYLE.get(incident['status'], '')}]{escape(incident['status'])}[/]",
         escape(f"root cause  {root_text(incident)} on {root.get('component') or 'unknown component'}, "
         f"confidence {float(root.get('confidence') or 0):.0%}"),
-        escape(f"action      {action.get('kind', 'none')} {action.get('target') or ''}: {action.get('detail') or ''}".rstrip(": ")),
+        escape(f"action      {action_text(action)}: {action.get('detail') or ''}".rstrip(": ")),
         escape(f"job         {incident.get('job') or incident.get('scope') or '—'}"),
         f"symptoms    {incident.get('symptoms', 0):,} on {incident.get('hosts', 0):,} hosts",
         f"interrupted {short_time(interruption.get('start'))} → {short_time(interruption.get('end')) if interruption.get('end') else 'ongoing'}"

@@ -29,6 +29,17 @@ def gpu_falls_off(job: str = "llama", host: str = "node0042", hosts: int = 8, at
     return batch
 
 
+def planned_maintenance(job: str, host: str, at: datetime) -> list[dict]:
+    """A one-host job stopped by its host's planned BIOS update, restarted 20 minutes later:
+    an interruption whose action is SPEC's `none`, with the host as its target."""
+    return [
+        {"time": iso(at - timedelta(minutes=30)), "host": host, "kind": "job_start", "job": job},
+        {"time": iso(at), "host": host, "kind": "maintenance", "attrs": {"planned": True, "scope": host, "text": "BIOS update"}},
+        {"time": iso(at + timedelta(minutes=1)), "host": host, "kind": "job_fail", "job": job},
+        {"time": iso(at + timedelta(minutes=20)), "host": host, "kind": "job_restart", "job": job},
+    ]
+
+
 def test_storm_becomes_one_incident_with_root_cause(client):
     assert client.post("/v1/events", json=gpu_falls_off()).json()["rejected"] == []
     summary = client.post("/v1/analyze").json()

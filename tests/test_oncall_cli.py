@@ -13,7 +13,7 @@ import httpx
 import pytest
 import typer.main
 from conftest import free_port
-from test_incidents_api import T0, gpu_falls_off
+from test_incidents_api import T0, gpu_falls_off, planned_maintenance
 from typer.testing import CliRunner
 
 from faultgraph.service import demo
@@ -174,3 +174,16 @@ def test_demo_serves_a_simulated_day(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_planned_maintenance_reads_as_no_action(loaded):
+    """SPEC's action kind `none` names the maintained host as its target; on-call reads "no
+    action", not "none node0200". Runs after the tests above, which count two incidents."""
+    loaded["client"].post("/v1/events", json=planned_maintenance("job-m", "node0200", T0 + timedelta(hours=3)))
+    loaded["client"].post("/v1/analyze")
+    [planned] = [i for i in loaded["client"].get("/v1/incidents").json()["incidents"] if i["job"] == "job-m"]
+    assert planned["action"]["kind"] == "none" and planned["planned"]
+    listing = " ".join(cli("incidents", "--url", loaded["url"]).output.split())
+    shown = " ".join(cli("show", planned["id"], "--url", loaded["url"]).output.split())
+    assert "no action" in listing and "action no action" in shown
+    assert "none node0200" not in listing + shown

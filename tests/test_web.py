@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import Server, start_server
 from test_auth import bearer, create_token
-from test_incidents_api import T0, gpu_falls_off
+from test_incidents_api import T0, gpu_falls_off, planned_maintenance
 
 from faultgraph.attribution.generators import rail_optimized
 
@@ -261,6 +261,26 @@ def test_a_secured_server_asks_for_a_token_and_honours_its_role(tmp_path, browse
         page.click("#ack")  # a reader may not
         page.wait_for_function("document.getElementById('oncall-result').textContent.includes('403')")
         assert page.locator("#token-box").is_visible()
+    finally:
+        context.close()
+        server.stop()
+
+
+def test_planned_maintenance_reads_as_no_action(browser, tmp_path):
+    """SPEC's action kind `none` names the maintained host as its target; the list and the
+    incident page say "no action", not "none node0200"."""
+    server = start_server(f"duckdb:///{tmp_path / 'planned.duckdb'}")
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    try:
+        assert server.client.post("/v1/events", json=planned_maintenance("job-m", "node0200", T0)).json()["rejected"] == []
+        server.client.post("/v1/analyze")
+        [incident] = server.client.get("/v1/incidents").json()["incidents"]
+        assert incident["action"]["kind"] == "none" and incident["action"]["target"] == "node0200"
+        page = context.new_page()
+        open_page(page, server.url + "/")
+        assert page.locator("#incident-table tbody tr td").nth(8).inner_text() == "no action"
+        open_page(page, f"{server.url}/ui/incident.html?id={incident['id']}")
+        assert page.locator("#action-box .value").inner_text() == "no action"
     finally:
         context.close()
         server.stop()

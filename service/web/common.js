@@ -68,6 +68,12 @@ function fmtShortTime(ms) {
   return new Date(ms).toISOString().slice(11, 19);
 }
 
+// What on-call should do: kind `none` is no action, whatever component it names (planned
+// maintenance names its host).
+function actionText(action) {
+  return action.kind && action.kind !== "none" ? `${action.kind} ${action.target || ""}`.trim() : "no action";
+}
+
 function fmtNumber(value, digits = 1) {
   if (value === null || value === undefined || Number.isNaN(value)) return "—";
   return Number(value).toLocaleString("en-US", { maximumFractionDigits: digits });

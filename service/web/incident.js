@@ -46,7 +46,7 @@ function candidates(list) {
 function action(incident) {
   const a = incident.action || {};
   return el("div", { class: `action ${a.kind || "none"}`, id: "action-box" },
-    el("div", { class: "value", text: `${a.kind || "none"}${a.target ? ` ${a.target}` : ""}` }),
+    el("div", { class: "value", text: actionText(a) }),
     a.detail ? el("p", { text: a.detail }) : null);
 }
 

@@ -18,7 +18,7 @@ function incidentRow(incident) {
     el("td", { class: "mono", text: root.component || "—" }),
     el("td", { class: "num", text: fmtNumber(incident.symptoms, 0) }),
     el("td", { class: "num", text: fmtNumber(incident.hosts, 0) }),
-    el("td", { text: action.kind && action.kind !== "none" ? `${action.kind} ${action.target || ""}` : "—" }),
+    el("td", { text: actionText(action) }),
     el("td", { class: "num", text: end ? fmtDuration(end - start) : "ongoing" }),
     el("td", { class: "num", text: fmtNumber(incident.interruption?.gpu_hours_lost, 1) }));
 }
