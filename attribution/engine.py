@@ -335,7 +335,7 @@ def _action(component: str | None, cause: str, draft: Draft, cluster: Cluster, p
     kind = topology.type_of(component) if topology is not None and component else None
     host = component.split("/")[0] if component and "~" not in component else None
     if draft.planned:
-        return {"kind": "none", "target": host or draft.job, "detail": "planned maintenance; the job resumes when it ends"}
+        return {"kind": "none", "target": host or draft.job, "detail": "the job resumes when the maintenance ends"}
     if cause == "silent_data_corruption" and not host:
         return {"kind": "rollback", "target": draft.job, "detail": "roll back to the last checkpoint before the anomaly and replay"}
     if component and "~" in component:

@@ -185,5 +185,7 @@ def test_planned_maintenance_reads_as_no_action(loaded):
     assert planned["action"]["kind"] == "none" and planned["planned"]
     listing = " ".join(cli("incidents", "--url", loaded["url"]).output.split())
     shown = " ".join(cli("show", planned["id"], "--url", loaded["url"]).output.split())
-    assert "no action" in listing and "action no action" in shown
+    assert "no action" in listing and "action no action: the job resumes when the maintenance ends" in shown
+    # the explanation says "planned maintenance" once, the action's detail does not repeat it
+    assert planned["root_cause"]["explanation"].count("planned maintenance") == 1
     assert "none node0200" not in listing + shown
