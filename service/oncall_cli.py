@@ -31,6 +31,7 @@ from faultgraph.service import demo as demo_day
 from faultgraph.service.client import JsonOption as AsJson
 from faultgraph.service.client import TokenOption as Token
 from faultgraph.service.client import UrlOption as Url
+from faultgraph.service.client import short_time
 from faultgraph.simulate import evaluate
 
 # Piped output is read by people too (less, a ticket): no 80-column squeeze; scripts use --json.
@@ -58,10 +59,6 @@ def fail(message: str) -> None:
 
 def emit_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2) + "\n")
-
-
-def short_time(value: str | None) -> str:
-    return value.replace("T", " ").replace("Z", "")[:19] if value else "—"
 
 
 def action_text(action: dict) -> str:

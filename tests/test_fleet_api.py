@@ -166,6 +166,9 @@ def test_fleet_command_prints_states_mttr_and_offenders(fleet):
     assert "gpu_fell_off_bus" in result.output and "5.00 h" in result.output  # its MTTR
     assert "75.000 %" in result.output  # availability 1 − 10/40
     assert "Benjamini-Hochberg" in result.output  # the notes say how it was counted
+    # times as the on-call tables show them; four units are too few for an offender, said in words
+    assert stamp(timedelta(hours=5, minutes=30)).replace("T", " ")[:19] in result.output and ".000000Z" not in result.output
+    assert "Repeat offenders (worst first): no unit fails more often than chance explains" in result.output
 
 
 def test_goodput_command_measured_beside_the_model(fleet):

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from faultgraph.service import client
-from faultgraph.service.client import JsonOption, TokenOption, UrlOption
+from faultgraph.service.client import JsonOption, TokenOption, UrlOption, short_time
 
 console = Console() if sys.stdout.isatty() else Console(width=160)
 
@@ -30,13 +30,19 @@ def _num(value: float | None, unit: str = "", digits: int = 2) -> str:
     return "—" if value is None else f"{value:,.{digits}f}{unit}"
 
 
-def _table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
+def _table(title: str, columns: list[str], rows: list[list[str]], *, words: int = 1) -> Table:
+    """A table whose first `words` columns are text (left) and the rest figures (right)."""
     table = Table(title=title, title_justify="left")
     for index, name in enumerate(columns):
-        table.add_column(name, justify="left" if index == 0 else "right")
+        table.add_column(name, justify="left" if index < words else "right")
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def _print(table: Table, empty: str) -> None:
+    """The table, or in its place a line saying what its having no rows means."""
+    console.print(table if table.row_count else f"[bold]{table.title}[/bold]: {empty}", highlight=False)
 
 
 def fleet(
@@ -55,21 +61,22 @@ def fleet(
     if as_json:
         sys.stdout.write(client_json({"components": components, "stats": stats}))
         return
-    console.print(_table(f"Components ({state})", ["component", "state", "since", "cause", "incident"],
-                         [[c["component"], c["state"], c["since"] or "—", c["cause"] or "—", c["incident"] or "—"]
-                          for c in components]))
+    _print(_table(f"Components ({state})", ["component", "state", "since (UTC)", "cause", "incident"],
+                  [[c["component"], c["state"], short_time(c["since"]), c["cause"] or "—", c["incident"] or "—"]
+                   for c in components], words=5), "none")
     mttr = stats["mttr_hours"]
     console.print(_table("Fleet", ["", "value"], [
         ["units", str(stats["units"])], ["faults", str(stats["faults"])],
         ["faults / 1,000 unit-days", _num(stats["faults_per_1000_unit_days"], digits=3)],
         ["MTTR median", _num(mttr["median"], " h")], ["MTTR p90", _num(mttr["p90"], " h")],
         ["availability", _num(None if stats["availability"] is None else 100 * stats["availability"], " %", 3)]]))
-    console.print(_table("MTTR by cause", ["cause", "faults", "median", "p90"],
-                         [[r["cause"], str(r["faults"]), _num(r["mttr_median_hours"], " h"), _num(r["mttr_p90_hours"], " h")]
-                          for r in stats["by_cause"]]))
-    console.print(_table("Repeat offenders (worst first)", ["component", "faults", "expected", "p-value", "q-value"],
-                         [[r["component"], str(r["faults"]), _num(r["expected"]), f"{r['p_value']:.2e}",
-                           f"{r['q_value']:.2e}"] for r in stats["repeat_offenders"]]))
+    _print(_table("MTTR by cause", ["cause", "faults", "median", "p90"],
+                  [[r["cause"], str(r["faults"]), _num(r["mttr_median_hours"], " h"), _num(r["mttr_p90_hours"], " h")]
+                   for r in stats["by_cause"]]), "no fault in the window")
+    _print(_table("Repeat offenders (worst first)", ["component", "faults", "expected", "p-value", "q-value"],
+                  [[r["component"], str(r["faults"]), _num(r["expected"]), f"{r['p_value']:.2e}",
+                    f"{r['q_value']:.2e}"] for r in stats["repeat_offenders"]]),
+           "no unit fails more often than chance explains")
     _notes(stats)
 
 
@@ -92,7 +99,8 @@ def goodput(
         *[[f"lost: {bucket}", _num(hours)] for bucket, hours in answer["lost"].items()],
         ["η measured", _num(None if eta is None else 100 * eta, " %", 1)],
         ["η model (first order)", _num(None if model is None else 100 * model, " %", 1)]]))
-    console.print(_table("Lost by cause", ["cause", "hours"], [[r["cause"], _num(r["hours"])] for r in answer["by_cause"]]))
+    _print(_table("Lost by cause", ["cause", "hours"], [[r["cause"], _num(r["hours"])] for r in answer["by_cause"]]),
+           "nothing lost")
     _notes(answer)
 
 
