@@ -284,3 +284,18 @@ def test_planned_maintenance_reads_as_no_action(browser, tmp_path):
     finally:
         context.close()
         server.stop()
+
+
+@pytest.mark.parametrize("path", ["/", "/ui/incident.html?id={small}", "/ui/reliability.html", "/ui/fleet.html",
+                                  "/ui/diagnose.html"])
+def test_every_page_loads_without_an_error_in_the_console(live, page, path):
+    """A 404 in the console (the browser's own favicon request, a missing script) is a page
+    that is not whole, even when nothing on it looks wrong. The API's answers the page reads
+    and explains (no topology uploaded: 404) are not counted."""
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(f"{message.text} {message.location['url']}")
+            if message.type == "error" and "/v1/" not in message.location["url"] else None)
+    open_page(page, live["server"].url + path.format(small=live["small"]["id"]))
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(500)  # the favicon is asked for after the load
+    assert not errors, f"console errors: {errors}"

@@ -116,7 +116,7 @@ function header(active) {
     el("a", { href: "/docs", text: "API" }));
   const tokenButton = el("button", { class: "link", onclick: () => showTokenForm(""), id: "token-button" },
     token() ? "Token ✓" : "Token");
-  const input = el("input", { id: "token-input", type: "password", placeholder: "bearer token", size: "40" });
+  const input = el("input", { id: "token-input", type: "password", autocomplete: "off", placeholder: "bearer token", size: "40" });
   const form = el("form", {
     id: "token-box", hidden: true, onsubmit: (event) => {
       event.preventDefault();
