@@ -3,6 +3,7 @@ judgement, history per slot and per serial, fleet statistics and measured goodpu
 real server whose incidents the engine attributed from posted events."""
 
 import csv
+import re
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -165,6 +166,8 @@ def test_fleet_command_prints_states_mttr_and_offenders(fleet):
     assert "node0050" in result.output and "drained" in result.output and "node0070" in result.output
     assert "gpu_fell_off_bus" in result.output and "5.00 h" in result.output  # its MTTR
     assert "75.000 %" in result.output  # availability 1 − 10/40
+    # a rate from two faults, to three figures: 2 / (4 × 10 h / 24) × 1,000, not "1,200.000"
+    assert re.search(r"faults / 1,000 unit-days\s+│\s+1,200\s", result.output), result.output
     assert "Benjamini-Hochberg" in result.output  # the notes say how it was counted
     # times as the on-call tables show them; four units are too few for an offender, said in words
     assert stamp(timedelta(hours=5, minutes=30)).replace("T", " ")[:19] in result.output and ".000000Z" not in result.output

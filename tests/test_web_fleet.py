@@ -11,6 +11,7 @@ from test_remediation import wait_for
 from test_stats_api import T0, day_of_training, iso, post_and_analyse
 from test_web import browser, open_page, page, shot  # noqa: F401  (fixtures; the module skips without chromium)
 
+from faultgraph.service.fleet.cli import _figures
 from tests.conftest import Server, start_server
 
 
@@ -55,6 +56,8 @@ def test_fleet_page_shows_states_mttr_and_the_lemon(live, page):  # noqa: F811
     assert offenders.count() == 1 and offenders.first.get_attribute("data-component") == "node0113"
     assert "6" in offenders.first.inner_text()
     assert page.locator("header a.active").inner_text() == "Fleet"
+    rate = page.locator("#fault-rate .value").inner_text()  # a rate from counts, to three figures, as the CLI
+    assert rate == _figures(stats["faults_per_1000_unit_days"]) and len(rate.replace(".", "").lstrip("0")) == 3, rate
     shot(page, "fleet.png")
     page.select_option("#type", "gpu")  # no GPU is out; the GPU fleet's own statistics
     page.wait_for_selector("body[data-drawn=gpu]")

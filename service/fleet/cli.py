@@ -2,6 +2,7 @@
 (measured effective training time), over the REST API. Registered by `register(app)`."""
 
 import json
+import math
 import sys
 from typing import Annotated, Any
 
@@ -28,6 +29,17 @@ def _get(url: str, token: str | None, path: str, params: dict) -> Any:
 
 def _num(value: float | None, unit: str = "", digits: int = 2) -> str:
     return "—" if value is None else f"{value:,.{digits}f}{unit}"
+
+
+def _figures(value: float | None, figures: int = 3) -> str:
+    """A rate estimated from counts, to the figures it carries: 12.6 and 0.169, not 12.629
+    and 0.169 beside each other (the web's `fmtFigures` writes the same)."""
+    if value is None:
+        return "—"
+    for _ in range(2):  # twice: rounding can carry into a new figure (99.96 is 100, not 100.0)
+        digits = figures - 1 - (math.floor(math.log10(abs(value))) if value else 0)
+        value = round(value, digits)
+    return f"{value:,.{max(digits, 0)}f}"
 
 
 def _table(title: str, columns: list[str], rows: list[list[str]], *, words: int = 1) -> Table:
@@ -67,7 +79,7 @@ def fleet(
     mttr = stats["mttr_hours"]
     console.print(_table("Fleet", ["", "value"], [
         ["units", str(stats["units"])], ["faults", str(stats["faults"])],
-        ["faults / 1,000 unit-days", _num(stats["faults_per_1000_unit_days"], digits=3)],
+        ["faults / 1,000 unit-days", _figures(stats["faults_per_1000_unit_days"])],
         ["MTTR median", _num(mttr["median"], " h")], ["MTTR p90", _num(mttr["p90"], " h")],
         ["availability", _num(None if stats["availability"] is None else 100 * stats["availability"], " %", 3)]]))
     _print(_table("MTTR by cause", ["cause", "faults", "median", "p90"],

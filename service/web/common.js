@@ -79,6 +79,12 @@ function fmtNumber(value, digits = 1) {
   return Number(value).toLocaleString("en-US", { maximumFractionDigits: digits });
 }
 
+// A rate estimated from counts, to the figures it carries (the CLI's `_figures` writes the same).
+function fmtFigures(value, figures = 3) {
+  if (value === null || value === undefined || Number.isNaN(value)) return "—";
+  return Number(value).toLocaleString("en-US", { minimumSignificantDigits: figures, maximumSignificantDigits: figures });
+}
+
 function fmtDuration(ms) {
   if (ms === null || ms === undefined) return "—";
   const s = Math.round(ms / 1000);

@@ -82,7 +82,7 @@ async function draw(type) {
   }
   try {
     const stats = await api(`/v1/stats/fleet${type ? `?type=${encodeURIComponent(type)}` : ""}`);
-    summary.append(card("faults / 1,000 unit-days", fmtNumber(stats.faults_per_1000_unit_days, 3), { id: "fault-rate" }),
+    summary.append(card("faults / 1,000 unit-days", fmtFigures(stats.faults_per_1000_unit_days), { id: "fault-rate" }),
       card("MTTR median · p90", `${hours(stats.mttr_hours.median)} · ${hours(stats.mttr_hours.p90)}`, { id: "mttr-overall" }),
       card("availability", percent(stats.availability), { id: "availability" }));
     const rows = stats.by_cause || [];
