@@ -545,6 +545,19 @@ def _scenario(families: str, faults: int, seed: int, hosts: int):
     raise typer.BadParameter(f"--families: expected classic, hard, heldout, heldout2, heldout3 or heldout4, got {families!r}")
 
 
+def _refuse_unless_empty(url: str, token: str | None) -> None:
+    """A scenario's replay replaces the server's topology and jobs, and every incident the
+    server holds is scored against the scenario: only an empty server gives a true score."""
+    try:
+        held = client.get(url, "/v1/events", token=token, params={"limit": 1})["events"]
+    except client.ApiError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--url") from None
+    if held:
+        raise typer.BadParameter(f"{url} already holds events: replaying would overwrite its topology and jobs, "
+                                 "and its incidents would be scored as the scenario's; give an empty server, "
+                                 "or omit --url for a throwaway one", param_hint="--url")
+
+
 @app.command("eval")
 def evaluate(
     scenario: Annotated[Path | None, typer.Option(help="A directory written by `faultgraph simulate`; default: generate one.")] = None,
@@ -553,7 +566,7 @@ def evaluate(
     seed: Annotated[int, typer.Option(help="Seed of the generated scenario.")] = 0,
     families: Annotated[str, typer.Option(help="Generated scenario: classic, hard, heldout, heldout2, heldout3 or heldout4 (see `faultgraph simulate --help`).")] = "classic",
     failslow: Annotated[int | None, typer.Option(help="Generate fail-slow jobs instead: this many per family.")] = None,
-    url: Annotated[str | None, typer.Option(help="A running service to replay into (it should be empty); default: a throwaway server.", envvar="FAULTGRAPH_URL")] = None,
+    url: Annotated[str | None, typer.Option(help="An empty running service to replay into; default: a throwaway server. Not read from FAULTGRAPH_URL: a replay overwrites the server's topology and jobs.")] = None,
     token: TokenOption = None,
     as_json: JsonOption = False,
     layout: Annotated[str, typer.Option(help="Generated scenario's layout: rail-optimized or gb200-nvl72.")] = "rail-optimized",
@@ -586,6 +599,7 @@ def evaluate(
             return simulate_slow.score(found, loaded.truth) if slow else ev.score(found, loaded.truth)
 
     if url:
+        _refuse_unless_empty(url, token)
         report = run(url)
     else:
         with tempfile.TemporaryDirectory() as tmp, ev.throwaway_server(Path(tmp)) as base:

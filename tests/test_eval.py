@@ -40,3 +40,21 @@ def test_the_harder_families_are_attributed_through_the_service(server):
     assert report["other_types"] == {}
     confident = report["reliability"][-1]
     assert confident["incidents"] and confident["accuracy_pct"] >= 90
+
+
+def test_eval_replays_only_into_an_empty_server(live_server, monkeypatch):
+    """A replay replaces the server's topology and jobs and scores all its incidents: eval
+    refuses a server holding events, and does not take one from FAULTGRAPH_URL unasked."""
+    from typer.testing import CliRunner
+
+    from faultgraph.service.cli import app
+
+    assert live_server.client.post("/v1/events", json=[{"time": "2026-11-29T08:00:00Z", "host": "node0001",
+                                                        "kind": "job_start", "job": "prod"}]).status_code == 200
+    before = live_server.client.get("/v1/events").json()["events"]
+    refused = CliRunner().invoke(app, ["eval", "--faults", "2", "--hosts", "16", "--url", live_server.url])
+    assert refused.exit_code == 2 and "already holds events" in refused.output, refused.output
+    monkeypatch.setenv("FAULTGRAPH_URL", live_server.url)
+    done = CliRunner().invoke(app, ["eval", "--faults", "2", "--hosts", "16", "--json"])
+    assert done.exit_code == 0, done.output
+    assert live_server.client.get("/v1/events").json()["events"] == before  # replayed into a throwaway server
