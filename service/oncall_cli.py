@@ -149,7 +149,10 @@ def timeline(incident_id: Incident, url: Url = client.DEFAULT_URL, token: Token 
     table = Table(title=f"{incident_id}: {len(events):,} events", title_justify="left")
     for column in ("time", "host", "component", "kind", "rank"):
         table.add_column(column, no_wrap=True)
-    table.add_column("message", no_wrap=True, overflow="ellipsis", ratio=1)
+    # The message column alone may shrink (rich narrows wrappable columns first; with every
+    # column no_wrap it narrowed all alike, to "2026-12…" and zero-width hosts), each message
+    # cut to one line.
+    table.add_column("message", overflow="ellipsis")
     summarised: Counter = Counter()
     summarised_hosts: set[str] = set()
     for event in events:
@@ -159,7 +162,7 @@ def timeline(incident_id: Incident, url: Url = client.DEFAULT_URL, token: Token 
             continue
         style = "bold red" if event["id"] in evidence else ""
         table.add_row(short_time(event["time"]), Text(event["host"]), Text(event.get("component") or "—"), event["kind"],
-                      "" if event.get("rank") is None else str(event["rank"]), Text(event.get("message") or ""), style=style)
+                      "" if event.get("rank") is None else str(event["rank"]), Text(event.get("message") or "", no_wrap=True, overflow="ellipsis"), style=style)
     console.print(table)
     if summarised:
         kinds = ", ".join(f"{n:,} {kind}" for kind, n in summarised.most_common())

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -13,10 +14,11 @@ import httpx
 import pytest
 import typer.main
 from conftest import free_port
+from rich.console import Console
 from test_incidents_api import T0, gpu_falls_off, planned_maintenance
 from typer.testing import CliRunner
 
-from faultgraph.service import demo
+from faultgraph.service import demo, oncall_cli
 from faultgraph.service.cli import app
 
 runner = CliRunner()
@@ -52,7 +54,7 @@ def test_incidents_table_json_and_filters(loaded):
     assert result.exit_code == 1 and "400 from /v1/incidents" in result.output and "category" in result.output
 
 
-def test_show_and_timeline(loaded):
+def test_show_and_timeline(loaded, monkeypatch):
     incident = loaded["a"]
     result = cli("show", incident["id"], "--url", loaded["url"])
     assert result.exit_code == 0, result.output
@@ -63,6 +65,12 @@ def test_show_and_timeline(loaded):
     result = cli("timeline", incident["id"], "--url", loaded["url"])
     assert result.exit_code == 0, result.output
     assert "gpu_xid" in result.output and "NVRM: Xid" in result.output
+    # at 100 columns every column but the message whole, each message cut to its one line
+    monkeypatch.setattr(oncall_cli, "console", Console(width=100))  # a terminal's width (160 when piped)
+    narrow = cli("timeline", incident["id"], "--url", loaded["url"]).output
+    xid = next(line for line in narrow.splitlines() if "gpu_xid" in line)
+    assert "node0042 " in xid and "node0042/gpu3" in xid and re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", xid), xid
+    assert xid.rstrip().endswith("… │"), xid
     # the root's host in full, the other seven hosts' timeouts summarised
     assert "… and 56 nccl_timeout on 7 other hosts" in result.output
     events = json.loads(cli("timeline", incident["id"], "--json", "--url", loaded["url"]).output)
