@@ -92,12 +92,19 @@ class Draft:
         return sorted({item.id for item in (*self.members, *self.evidence)})
 
 
+# The longest wait a watchdog's report is believed: a collective that ran longer than this
+# is a wrong number (a 2,000-year wait put the start before year 1 and failed every pass).
+# The events schema refuses longer waits; events stored before it did are read at their time.
+LONGEST_WAIT = timedelta(days=30)
+LONGEST_WAIT_MS = int(LONGEST_WAIT / timedelta(milliseconds=1))
+
+
 def effective_time(item: Item) -> datetime:
     """When the interruption this item reports began: a timeout's start, else its time."""
     attrs = item.event.get("attrs") or {}
     if item.event["kind"] == "nccl_timeout":
         ran_ms = attrs.get("elapsed_ms") or attrs.get("timeout_ms")
-        if isinstance(ran_ms, int | float) and ran_ms > 0:
+        if isinstance(ran_ms, int | float) and 0 < ran_ms <= LONGEST_WAIT_MS:
             return item.time - timedelta(milliseconds=ran_ms)
     return item.time
 

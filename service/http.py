@@ -72,7 +72,10 @@ def parse_time(value: str | None, name: str) -> datetime | None:
         raise HTTPException(400, f"{name}: expected RFC 3339 with a zone or epoch seconds, got {value!r}") from None
     if parsed.tzinfo is None:
         raise HTTPException(400, f"{name}: time needs a zone (e.g. 'Z' or '+00:00')")
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+14:00 is before year 1 in UTC
+        raise HTTPException(400, f"{name}: {value!r} is out of range in UTC") from None
 
 
 def split_list(values: list[str] | None) -> tuple[str, ...]:

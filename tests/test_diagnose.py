@@ -287,6 +287,19 @@ def test_any_paste_gets_an_answer_never_an_exception(lines, host):
         assert all(lines[q["line"] - 1].rstrip("\r\n") == q["text"] for q in incident["lines"])
 
 
+def test_impossible_dates_and_waits_get_an_answer():
+    """Found by hand against the route (both were a 500): a line dated 9999-12-31 (outside the
+    years the store keeps, so no event: it matches no rule) and a watchdog that says it
+    waited 2,000 years (its own time, not a start before year 1)."""
+    xid = "9999-12-31T23:59:59Z dg01 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."
+    assert answer([xid]) | {"incidents": []} == {"incidents": [], "events": 0, "unmatched": 1, "lines": 1}
+    waited = ("[rank1]:[E1129 08:00:02.000000 1234 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
+              "operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+              "ran for 100000000000000 milliseconds before timing out.")
+    result = answer([waited])
+    assert result["events"] == 1 and result["incidents"], result
+
+
 def test_odd_bodies_over_http(secured):
     srv, made = secured
     auth = bearer(made["reader"])

@@ -27,8 +27,10 @@ TOPOLOGY = Topology.from_dict(rail_optimized(2))
 
 # A value of every JSON shape, and words the attrs' types name: each union type met in each
 # of its forms (a flag or a word, a number or null, a list of reasons).
+# The largest numbers the schema takes too: a watchdog's wait of 2**63 - 1 ms once put a
+# start before year 1 and failed every pass.
 FORMS = [True, False, 0, 3, 2.5, -1, None, "hw_thermal", "down", "fatal", "dbe", "lost", "x", ["hw_thermal"], ["x"], [],
-         {"a": 1}]
+         {"a": 1}, 2**63 - 1, -(2**63), 10**14, 1e300, -1e300]
 words = st.sampled_from(["hw_slowdown", "hw_thermal", "sw_power_cap", "down", "up", "fatal", "corrected", "dbe", "sbe",
                          "row_remap", "ok", "lost", "loss_spike", "nan", "faulty", "healthy", "gpu_hbm", "ALLREDUCE",
                          "ib", "node0001/gpu3", "node0001", "0000:3b:00", "mlx5_2", "sw_thermal_slowdown"])

@@ -104,6 +104,7 @@ HOSTILE: dict[str, tuple[bytes, str, set[int]]] = {
     "integer past 64 bits in an unknown attr": (raw_event(attrs='{"x": %d}' % 10**30), "json", {200, 400, 422}),
     "400-digit integer": (raw_event(attrs='{"x": 1%s}' % ("0" * 400)), "json", {200, 400, 422}),
     "integer past 64 bits as rank": (raw_event(rank=str(10**30)), "json", {400, 422}),
+    "watchdog wait of 2,000 years": (raw_event(kind='"nccl_timeout"', attrs='{"elapsed_ms": %d}' % 10**14), "json", {422}),
     "count of 2**64": (raw_event(kind='"nic_error"', attrs='{"count": %d}' % 2**64), "json", {400, 422}),
     "float overflowing to infinity": (raw_event(attrs='{"x": 1e999}'), "json", {400, 422}),
     "epoch 1e300": (raw_event(time="1e300"), "json", {422}),
@@ -171,6 +172,15 @@ def test_sql_and_traversal_strings_are_stored_verbatim(secured_server, text):
         assert client.request(method, f"/v1/tokens/{urllib.parse.quote(text, safe='')}").status_code < 500
         assert client.request(method, f"/v1/tokens/{text}").status_code < 500
     assert client.get("/v1/tokens").json()["tokens"], "the tokens table survived"
+
+
+@pytest.mark.parametrize("value", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"])
+@pytest.mark.parametrize("path", ["/v1/events", "/v1/incidents", "/v1/stats/mtbf", "/v1/stats/fleet"])
+def test_a_time_beyond_utc_s_range_is_named(secured_server, path, value):
+    """Valid RFC 3339, but before year 1 or after 9999 once in UTC: it was a 500."""
+    for name in ("since", "until"):
+        answer = secured_server.client.get(path, params={name: value})
+        assert answer.status_code == 400 and answer.json()["detail"].startswith(f"{name}: "), answer.text
 
 
 def test_hostile_headers(secured_server):

@@ -28,6 +28,7 @@ from faultgraph.attribution.placement import Placement
 from faultgraph.attribution.resolve import Resolver
 from faultgraph.ingest import paste
 from faultgraph.service.diagnose.models import DiagnoseBody, DiagnoseBodyAdapter
+from faultgraph.service.events.models import EARLIEST, LATEST
 from faultgraph.service.events.service import BodyError, format_time
 from faultgraph.service.http import first_error, is_json, text_lines
 
@@ -129,7 +130,10 @@ def _diagnose(body: DiagnoseBody, *, received: datetime, resolver: Resolver) -> 
             hosts.append(item.get("host"))
     read = paste.read(raw, host=body.get("host"), hosts=hosts, received=received,
                       host_of_rank=placement.host_of if placement else None)
-    events = sorted(read.events, key=lambda e: (e["time"], e["id"]))
+    # A line dated outside the years the store keeps is no event, as /v1/logs refuses it (one
+    # stamped 9999-12-31 overflowed the engine's look-ahead): it counts as matching no rule.
+    events = sorted((e for e in read.events if EARLIEST <= e["time"] < LATEST), key=lambda e: (e["time"], e["id"]))
+    undated = len(read.events) - len(events)
     for event in events:
         if job:
             event["job"] = job["id"]
@@ -156,7 +160,7 @@ def _diagnose(body: DiagnoseBody, *, received: datetime, resolver: Resolver) -> 
     named_hosts.discard(paste.UNNAMED_HOST)
     incidents = [_incident(f, ranked, read, events, job, placement, named_hosts, _type(f, types, stopped=stopped))
                  for f in ranked[:MAX_INCIDENTS]]
-    return {"incidents": incidents, "events": len(events), "unmatched": read.unmatched, "lines": len(read.lines)}
+    return {"incidents": incidents, "events": len(events), "unmatched": read.unmatched + undated, "lines": len(read.lines)}
 
 
 def _line_no(event_id: str) -> int:

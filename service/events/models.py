@@ -20,6 +20,7 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
+from faultgraph.attribution.engine import LONGEST_WAIT_MS
 from faultgraph.ingest.causes import CAUSES
 from faultgraph.service.store import DUCKDB_COMPRESSION, JSON, metadata
 
@@ -94,6 +95,7 @@ Name = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"
 Host = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,252}$")]
 Text = Annotated[str, StringConstraints(max_length=65_536)]
 Count = Annotated[int, Field(ge=0, le=2**63 - 1)]
+WaitMs = Annotated[int, Field(ge=0, le=LONGEST_WAIT_MS)]  # a watchdog's timeout or wait
 Severity = Literal["debug", "info", "warning", "error", "critical"]
 
 SEVERITIES: tuple[str, ...] = ("debug", "info", "warning", "error", "critical")
@@ -160,8 +162,8 @@ class NcclTimeoutAttrs(_Attrs):
     rank: NotRequired[Count]
     op: NotRequired[Name]
     seq: NotRequired[Count]
-    timeout_ms: NotRequired[Count]
-    elapsed_ms: NotRequired[Count]
+    timeout_ms: NotRequired[WaitMs]
+    elapsed_ms: NotRequired[WaitMs]
     pg: NotRequired[Name]
 
 
