@@ -229,6 +229,25 @@ def _is_tier(value: Any) -> bool:
     return isinstance(value, str) and value in SWITCH_TIERS
 
 
+# Attrs the service reads, by the type it reads them as; any other attr is the operator's
+# own and kept as sent. A rack's `tray` of "zz" or a link's `gpu_links` of 5 was accepted,
+# and then every event naming that part failed its whole commit group (503s for others).
+COMPONENT_ATTR_TYPES: dict[str, type] = {"pci": str, "serial": str, "uuid": str, "ip": str, "device": str,
+                                         "netdev": str, "rack": str, "tray_host": str, "tray": int, "chip": int}
+_TYPE_WORDS = {str: "a string", int: "an integer"}
+
+
+def _attr_problems(attrs: dict[str, Any], link: bool) -> list[str]:
+    """What is wrong with the attrs the service reads (`COMPONENT_ATTR_TYPES`, a link's
+    `gpu_links`: the GPU's NVLink ports on it)."""
+    if link:
+        ports = attrs.get("gpu_links")
+        fine = ports is None or (isinstance(ports, list) and all(type(p) is int for p in ports))
+        return [] if fine else ["link attrs.gpu_links is not a list of integers"]
+    return [f"component attrs.{name} is not {_TYPE_WORDS[kind]}" for name, kind in COMPONENT_ATTR_TYPES.items()
+            if name in attrs and attrs[name] is not None and type(attrs[name]) is not kind]
+
+
 def _validate(body: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Check the whole body, collecting every problem before failing, so one upload
     tells the operator everything that is wrong (first few of each kind named)."""
@@ -264,8 +283,11 @@ def _validate(body: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             note("component host is not a string", cid)
         if attrs is not None and not isinstance(attrs, dict):
             note("component attrs is not an object", cid)
+            attrs = None
         elif kind == "switch" and not _is_tier((attrs or {}).get("tier")):
             note("switch without attrs.tier leaf/spine/core", cid)
+        for problem in _attr_problems(attrs or {}, link=False):
+            note(problem, cid)
         if kind == "host" and host not in (None, cid):
             note("host component names another host", cid)
 
@@ -292,6 +314,9 @@ def _validate(body: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             note(f"unknown link type (known: {', '.join(sorted(LINK_TYPES))})", f"{name} ({kind!r})")
         if attrs is not None and not isinstance(attrs, dict):
             note("link attrs is not an object", name)
+        else:
+            for problem in _attr_problems(attrs or {}, link=True):
+                note(problem, name)
 
     if offenders:
         problems = [

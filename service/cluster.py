@@ -97,6 +97,7 @@ class Cluster:
         self._jobs_lock = threading.Lock()
         self._reach: dict[tuple[str, int | None], frozenset[str]] = {}
         self._build_lock = threading.Lock()
+        self._unresolvable: set[str] = set()  # kinds whose resolving failed (logged once each)
 
     # ------------------------------------------------------------------- start-up
 
@@ -300,16 +301,29 @@ class Cluster:
                 event["job"] = job.id
         resolver = self.graph.resolver
         explicit = event.get("component")
-        if explicit:
-            # A component the topology does not know is kept as the sender named it.
-            event["component"] = resolver.canonical(explicit) or explicit
-        else:
-            found = resolver.resolve(event, job.placement if job is not None else None)
-            if found is not None:
-                event["component"] = found
+        try:
+            if explicit:
+                # A component the topology does not know is kept as the sender named it.
+                event["component"] = resolver.canonical(explicit) or explicit
+            else:
+                found = resolver.resolve(event, job.placement if job is not None else None)
+                if found is not None:
+                    event["component"] = found
+        except Exception:  # a fault in resolving one event must not fail the others' commit
+            # The event is kept as sent: one that failed to resolve failed its whole commit
+            # group, other agents' posts with it (a topology with a rack tray of "zz" did).
+            self._resolve_failed(event)
         state = STATE_AFTER.get(event["kind"])
         if state is not None and name and job is not None:
             self._change_state(job, state, event["time"], event["kind"])
+
+    def _resolve_failed(self, event: dict) -> None:
+        """Log the first failure of each kind of event to resolve, with its traceback."""
+        kind = event["kind"]
+        if kind not in self._unresolvable:
+            self._unresolvable.add(kind)
+            log.exception("resolving a %s event of %s failed; it is stored as sent, and further %s events "
+                          "that fail are not logged", kind, event["host"], kind)
 
     def _change_state(self, job: Job, state: str, time: datetime, kind: str) -> None:
         """Apply a state change unless a later one is already recorded (replays and late

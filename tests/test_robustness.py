@@ -363,3 +363,30 @@ def test_a_failing_engine_pass_shows_in_healthz_until_a_pass_succeeds(db_url, mo
         monkeypatch.setattr(flows, "analyze_pending", real)
         client.app.state.runner.wake()
         assert health(client, lambda a: a["engine_failures"] == 0)["status"] == "ok"
+
+
+def test_an_event_that_fails_to_resolve_is_stored_as_sent_with_the_rest(db_url, monkeypatch, caplog):
+    """A fault in resolving one event (a topology attr of the wrong type did it, before
+    uploads checked them) failed the whole commit group: 503 for every agent in it."""
+    from faultgraph.attribution.resolve import Resolver
+    from tests.conftest import serve_in_process
+
+    resolve = Resolver.resolve
+
+    def failing(self, event, placement=None):
+        if event["kind"] == "nvswitch_error":
+            raise ValueError("invalid literal for int() with base 10: 'abc'")
+        return resolve(self, event, placement)
+
+    monkeypatch.setattr(Resolver, "resolve", failing)
+    srv = serve_in_process(db_url)
+    try:
+        sent = [{"time": T0, "host": "node0001", "kind": "host_oom", "id": "good"},
+                {"time": T0, "host": "nvsw01", "kind": "nvswitch_error", "id": "odd", "attrs": {"sxid": 12028}}]
+        answer = srv.client.post("/v1/events", json=sent)
+        assert answer.status_code == 200 and answer.json()["accepted"] == 2, answer.text
+        stored = {e["id"]: e["component"] for e in srv.client.get("/v1/events").json()["events"]}
+        assert stored == {"good": "node0001", "odd": "nvsw01"}
+        assert "resolving a nvswitch_error event of nvsw01 failed" in caplog.text
+    finally:
+        srv.stop()

@@ -166,6 +166,16 @@ def test_minimal_body_loads():
         (lambda b: b["components"].append({"id": "h0/x", "type": ["gpu"]}), ["unknown component type", "h0/x"]),
         (lambda b: b["links"].append({"a": "h0", "b": "h0/gpu0", "type": {}}), ["unknown link type"]),
         (lambda b: b["components"].append({"id": "sw", "type": "switch", "attrs": {"tier": []}}), ["tier", "sw"]),
+        # attrs the service reads, in a type it cannot read (each was accepted, then failed ingest)
+        (lambda b: b["components"].append({"id": "r0/nvswitch0", "type": "nvswitch", "attrs": {"tray": "zz"}}),
+         ["attrs.tray is not an integer", "r0/nvswitch0"]),
+        (lambda b: b["components"].append({"id": "r0/nvswitch1", "type": "nvswitch", "attrs": {"chip": "abc", "tray_host": ["t"]}}),
+         ["attrs.chip is not an integer", "attrs.tray_host is not a string", "r0/nvswitch1"]),
+        (lambda b: b["components"].append({"id": "h1", "type": "host", "attrs": {"rack": ["rack0"]}}), ["attrs.rack", "h1"]),
+        (lambda b: b["components"].append({"id": "h0/gpu9", "type": "gpu", "host": "h0", "attrs": {"chip": True}}),
+         ["attrs.chip is not an integer"]),
+        (lambda b: b["links"][0].update(attrs={"gpu_links": 5}), ["gpu_links is not a list of integers", "h0/gpu0"]),
+        (lambda b: b["links"][0].update(attrs={"gpu_links": "012"}), ["gpu_links is not a list of integers"]),
     ],
 )
 def test_validation_names_the_offender(mutate, words):
