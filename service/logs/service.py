@@ -9,6 +9,7 @@ also stable for lines without a timestamp (whose time is the receive time).
 """
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -24,33 +25,62 @@ from faultgraph.service.logs.models import LogsBody, LogsBodyAdapter
 
 @dataclass
 class ParsedLogs:
-    """Events made from a post's lines; `line_of[i]` is the index of the line event i came from."""
+    """Events made from a post's lines; `line_of[i]` is the index of the line event i came
+    from; `refused` the lines that could not be read, as rejections."""
 
     lines: int
     unmatched: int
     events: list[dict[str, Any]] = field(default_factory=list)
     line_of: list[int] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)
 
 
-def decode(body: bytes, *, content_type: str, query: dict[str, str | None], max_lines: int) -> LogsBody:
+@dataclass
+class Logs:
+    """A decoded post: its body, and line index → why that line was refused (too long, not a
+    string); a refused line is read as an empty one, so the others keep their indices."""
+
+    body: LogsBody
+    refused: dict[int, str] = field(default_factory=dict)
+
+
+def decode(body: bytes, *, content_type: str, query: dict[str, str | None], max_lines: int) -> Logs:
     """The JSON body `{"host", "source", "lines", "job"?, "batch"?}`, or newline-delimited
-    text with `host`/`source`/`job`/`batch` as query parameters; BodyError when unusable."""
+    text with `host`/`source`/`job`/`batch` as query parameters; BodyError when unusable.
+    A line that cannot be read is refused alone: the post's other lines are still parsed."""
     if is_json(body, content_type):
         try:
-            logs = LogsBodyAdapter.validate_json(body)
+            logs = Logs(LogsBodyAdapter.validate_json(body))
         except ValidationError as exc:
-            where, what = first_error(exc)
-            raise BodyError(f'{where}: {what} (expected {{"host": ..., "source": ..., "lines": [...]}})', 422) from None
+            logs = _without_refused(exc, lambda: orjson.loads(body),
+                                    '{where}: {what} (expected {{"host": ..., "source": ..., "lines": [...]}})')
     else:
-        fields = {name: value for name, value in query.items() if value}
+        fields: dict[str, Any] = {name: value for name, value in query.items() if value}
+        fields["lines"] = text_lines(body)
         try:
-            logs = LogsBodyAdapter.validate_python({**fields, "lines": text_lines(body)})
+            logs = Logs(LogsBodyAdapter.validate_python(fields))
         except ValidationError as exc:
-            where, what = first_error(exc)
-            raise BodyError(f"query parameter {where}: {what} (text bodies name host and source in the query)", 422) from None
-    if len(logs["lines"]) > max_lines:
-        raise BodyError(f"{len(logs['lines'])} lines exceed the limit of {max_lines} per post; split it", 413)
+            logs = _without_refused(exc, lambda: fields,
+                                    "query parameter {where}: {what} (text bodies name host and source in the query)")
+    if len(logs.body["lines"]) > max_lines:
+        raise BodyError(f"{len(logs.body['lines'])} lines exceed the limit of {max_lines} per post; split it", 413)
     return logs
+
+
+def _without_refused(exc: ValidationError, raw: Callable[[], Any], problem: str) -> Logs:
+    """The body again with each line `exc` names read as empty; BodyError (`problem`, with
+    `where` and `what` filled) when `exc` is about anything but single lines (a bad host,
+    `lines` not a list)."""
+    refused: dict[int, str] = {}
+    for error in exc.errors():
+        where = error["loc"]
+        if len(where) < 2 or where[0] != "lines" or not isinstance(where[1], int):
+            place, what = first_error(exc)
+            raise BodyError(problem.format(where=place, what=what), 422) from None
+        refused.setdefault(where[1], error["msg"])
+    fields = raw()
+    fields["lines"] = ["" if index in refused else line for index, line in enumerate(fields["lines"])]
+    return Logs(LogsBodyAdapter.validate_python(fields), refused)
 
 
 def line_id(*, host: str, source: str, line: str, time: datetime, occurrence: int) -> str:
@@ -66,19 +96,21 @@ def batch_line_id(*, host: str, source: str, batch: str, index: int) -> str:
     return "l-" + hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def parse(logs: LogsBody, *, received: datetime, max_record_lines: int = 200) -> ParsedLogs:
+def parse(decoded: Logs, *, received: datetime, max_record_lines: int = 200) -> ParsedLogs:
     """The lines grouped into records (a traceback, a call trace: `ingest.records`) and
     through the parsers; each record's event gets an id from its first line (and `job`).
-    `unmatched` counts the lines of records that gave no event."""
+    `unmatched` counts the lines of records that gave no event, refused lines apart."""
+    logs, refused = decoded.body, decoded.refused
     host, source = logs["host"], logs.get("source") or ""
     job, batch = logs.get("job"), logs.get("batch")
-    parsed = ParsedLogs(lines=len(logs["lines"]), unmatched=0)
+    parsed = ParsedLogs(lines=len(logs["lines"]), unmatched=0,
+                        refused=[{"index": index, "error": f"line {index}: {what}"} for index, what in sorted(refused.items())])
     seen: dict[str, int] = {}
     for record in group_lines(logs["lines"], host=host, source=source or None, received=received,
                               max_lines=max_record_lines):
         event = record.event
         if event is None:
-            parsed.unmatched += len(record.lines)
+            parsed.unmatched += sum(1 for index in record.tags if index not in refused) if refused else len(record.lines)
             continue
         index, line = record.tags[0], record.lines[0]
         occurrence = seen[line] = seen.get(line, -1) + 1

@@ -46,6 +46,7 @@ async def post_logs(request: Request, ingest: IngestDep) -> JSONResponse:
     except BodyError as exc:
         raise HTTPException(exc.status, str(exc)) from None
     body, line_of, rejected = service.encode(parsed)
+    rejected += parsed.refused
     stored: dict[str, Any] = {"accepted": 0, "duplicates": 0, "rejected": []}
     if line_of:
         stored = await store_events(ingest, getattr(request.state, "principal", None), body, "application/json")
