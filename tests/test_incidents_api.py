@@ -141,6 +141,13 @@ def test_oncall_overrides_cause_and_status(client):
     assert back["planned"] is False and client.get("/v1/stats/causes", params=window).json()["unplanned"] == 1
     bad = client.patch(f"/v1/incidents/{incident['id']}", json={"root_cause": {"cause": "nic", "category": "gpu"}})
     assert bad.status_code == 422 and "belongs to category host" in bad.text
+    # a category alone stands on the engine's cause (gpu_fell_off_bus): one of another
+    # category would read as network with a GPU's cause; an empty component is no component
+    alone = client.patch(f"/v1/incidents/{incident['id']}", json={"root_cause": {"category": "network"}})
+    assert alone.status_code == 422 and "send the cause too (network_switch_cable)" in alone.text, alone.text
+    assert client.patch(f"/v1/incidents/{incident['id']}", json={"root_cause": {"category": "gpu"}}).status_code == 200
+    assert client.patch(f"/v1/incidents/{incident['id']}", json={"root_cause": {"component": ""}}).status_code == 422
+    assert client.get(f"/v1/incidents/{incident['id']}").json()["root_cause"]["component"] == "node0042/gpu1"
     assert client.patch("/v1/incidents/inc-999999", json={"status": "resolved"}).status_code == 404
     assert client.get("/v1/incidents/nope").status_code == 404
 

@@ -78,7 +78,7 @@ class RootCauseOverride(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    component: str | None = Field(default=None, max_length=512)
+    component: str | None = Field(default=None, min_length=1, max_length=512)
     category: Category | None = None
     cause: Cause | None = None
 

@@ -72,8 +72,11 @@ def patch_incident(engine: EngineDep, cluster: ClusterDep, trail: AuditDep, inci
     """On-call confirms or overrides the root cause, sets the status, or adds a note."""
     if patch.root_cause is not None and patch.root_cause.component:
         patch.root_cause.component = _known_component(cluster, patch.root_cause.component)
-    with engine.begin() as conn:
-        incident = service.update(conn, incident_id=incident_id, patch=patch, now=datetime.now(UTC))
+    try:
+        with engine.begin() as conn:
+            incident = service.update(conn, incident_id=incident_id, patch=patch, now=datetime.now(UTC))
+    except ValueError as exc:  # a confirmation that contradicts itself
+        raise HTTPException(422, str(exc)) from None
     if incident is None:
         raise HTTPException(404, f"no incident {incident_id!r}")
     trail.record(action="incident.patch", target=incident_id, detail=patch.model_dump(exclude_unset=True, mode="json"))
