@@ -3,6 +3,7 @@ swapped for a test, and none of those dependencies shows up as an API parameter.
 
 from types import SimpleNamespace
 
+from conftest import wait_until
 from fastapi.testclient import TestClient
 
 from faultgraph.service import deps
@@ -13,7 +14,10 @@ from faultgraph.service.config import Settings
 def test_healthz_reads_the_lease_and_writer_through_their_dependencies(db_url: str) -> None:
     app = create_app(Settings(db_url=db_url), open_without_tokens=True)
     with TestClient(app) as client:
-        assert client.get("/healthz").json() == {"status": "ok", "writer_queue": 0, "leader": True,  # DuckDB: one process leads
+        # PostgreSQL's lease is taken by its own thread just after start-up (DuckDB's at once):
+        # on a loaded machine the first answer may come before it
+        wait_until(lambda: client.get("/healthz").json()["leader"], within=30, what="the lease")
+        assert client.get("/healthz").json() == {"status": "ok", "writer_queue": 0, "leader": True,
                                                  "engine_failures": 0}
         app.dependency_overrides[deps.lease] = lambda: SimpleNamespace(held=False)
         app.dependency_overrides[deps.writer] = lambda: SimpleNamespace(depth=7)
