@@ -173,7 +173,7 @@ def _open_store(db_url: str, *, instead: str = "") -> Iterator[Engine]:
         engine.dispose()
 
 
-token_app = typer.Typer(help="Access tokens: create, list, rotate, revoke (SPEC §9, §10).", no_args_is_help=True)
+token_app = typer.Typer(help="Access tokens: create, list, rotate, revoke (roles: reader, agent, admin).", no_args_is_help=True)
 app.add_typer(token_app, name="token")
 DurationOption = Annotated[str | None, typer.Option(help="Lifetime, e.g. 30d, 12h, 2w; after it the token gets 401 like a wrong one.")]
 
@@ -414,7 +414,7 @@ def topology_discover(
     directory: Annotated[Path, typer.Argument(help="DIR/<host>/nvidia-smi-topo-m.txt, nvidia-smi-q.xml|txt, ibdev2netdev.txt, ibstat.txt, lspci.txt, ip-addr.json; DIR/fabric/ibnetdiscover.txt.", exists=True, file_okay=False)],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of standard output.")] = None,
 ) -> None:
-    """Build the topology from the tools' outputs (SPEC §3); missing or unreadable inputs are named on standard error."""
+    """Build the topology from the tools' outputs (one folder per host: nvidia-smi, ibstat, lspci, ip); missing or unreadable inputs are named on standard error."""
     from faultgraph.ingest.discover.build import discover
 
     body, problems = discover(directory)

@@ -181,7 +181,7 @@ def ack(incident_id: Incident, url: Url = client.DEFAULT_URL, token: Token = Non
 
 
 def resolve(incident_id: Incident, url: Url = client.DEFAULT_URL, token: Token = None,
-            cause: Annotated[str | None, typer.Option(help="The confirmed cause (SPEC §6), e.g. gpu_hbm; its category follows.")] = None,
+            cause: Annotated[str | None, typer.Option(help="The confirmed cause, e.g. gpu_hbm or network_switch_cable (an unknown one is answered with the list); its category follows.")] = None,
             component: Annotated[str | None, typer.Option(help="The confirmed root component, e.g. node0042/gpu3.")] = None,
             note: Annotated[str | None, typer.Option(help="A note for the incident's record.")] = None,
             as_json: AsJson = False) -> None:

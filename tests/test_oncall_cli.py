@@ -120,6 +120,15 @@ def test_an_option_read_from_the_environment_is_named_once_in_its_help():
     assert repeated == []
 
 
+def test_no_help_cites_a_document_the_user_does_not_have():
+    """The contract's section numbers ("SPEC §4") mean nothing to someone reading --help: the
+    contract is not shipped with the package."""
+    citing = [f"{path} {name}" for path, command in _commands(typer.main.get_command(app))
+              for name, text in [("", command.help), *((p.opts[0], getattr(p, "help", None)) for p in command.params)]
+              if "SPEC" in (text or "")]
+    assert citing == []
+
+
 def test_unreachable_server_is_one_line_not_a_traceback():
     result = cli("incidents", "--url", f"http://127.0.0.1:{free_port()}")
     assert result.exit_code == 1 and "cannot reach" in result.output and "Traceback" not in result.output

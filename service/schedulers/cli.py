@@ -14,8 +14,8 @@ import typer
 
 from faultgraph.service.schedulers import slurm, spool
 
-slurm_app = typer.Typer(help="Slurm prolog/epilog hooks that register jobs (SPEC §4).", no_args_is_help=True)
-k8s_app = typer.Typer(help="Register Kubernetes training jobs from their pods (SPEC §4).", no_args_is_help=True)
+slurm_app = typer.Typer(help="Slurm prolog/epilog hooks that register jobs.", no_args_is_help=True)
+k8s_app = typer.Typer(help="Register Kubernetes training jobs from their pods.", no_args_is_help=True)
 
 SPOOL_DEFAULT = Path("/var/spool/faultgraph-slurm")
 UrlOption = Annotated[str, typer.Option(envvar="FAULTGRAPH_URL", help="The service.")]
