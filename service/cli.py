@@ -3,6 +3,7 @@
 import gc
 import inspect
 import logging
+import socket
 import ssl
 import sys
 import tempfile
@@ -113,27 +114,34 @@ def serve(
     gc.set_threshold(*GC_THRESHOLDS)  # before the workers fork: they inherit it
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("faultgraph")
-    log.info(
-        "faultgraph listening on %s://%s:%d, data in %s, %s%s", "https" if ssl_context else "http", host, port,
-        settings.db_url, f"{live_tokens} access token(s) live" if live_tokens else "no tokens: open to local clients",
-        ", client certificates required" if tls_client_ca else "",
-    )
-    if ssl_context is None and not loopback:
-        log.warning("serving plain HTTP on %s: bearer tokens cross the network in clear text; "
-                    "give --tls-cert/--tls-key", host)
     tls: dict[str, Any] = {"ssl_context_factory": lambda *_: ssl_context, "http": PeerNameProtocol} if ssl_context else {}
 
     def configured() -> uvicorn.Config:
         return uvicorn.Config(create_app(settings, open_without_tokens=loopback), host=host, port=port,
                               log_level="warning", access_log=False, **tls)
 
+    def listening(config: uvicorn.Config) -> socket.socket:
+        """The bound socket, and only then the line saying so: a port in use ends in
+        uvicorn's one error line (exit 3), not after "listening on"."""
+        sock = config.bind_socket()
+        log.info(
+            "faultgraph listening on %s://%s:%d, data in %s, %s%s", "https" if ssl_context else "http", host, port,
+            settings.db_url, f"{live_tokens} access token(s) live" if live_tokens else "no tokens: open to local clients",
+            ", client certificates required" if tls_client_ca else "",
+        )
+        if ssl_context is None and not loopback:
+            log.warning("serving plain HTTP on %s: bearer tokens cross the network in clear text; "
+                        "give --tls-cert/--tls-key", host)
+        return sock
+
     if workers == 1:
-        uvicorn.Server(configured()).run()
+        config = configured()
+        uvicorn.Server(config).run(sockets=[listening(config)])
         return
     with tempfile.TemporaryDirectory(prefix="faultgraph-metrics-") as shared:
         metrics.share_between_processes(Path(shared))  # before the app makes its metrics
         config = configured()
-        code = run_workers(lambda sock: uvicorn.Server(config).run(sockets=[sock]), config.bind_socket(), workers)
+        code = run_workers(lambda sock: uvicorn.Server(config).run(sockets=[sock]), listening(config), workers)
     raise typer.Exit(code)
 
 

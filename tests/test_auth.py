@@ -334,3 +334,15 @@ def test_cli_rotate_by_name(db_url):
     assert sorted(row[2] for row in rows) == ["node0200", "node0200"]  # two valid tokens for one name
     ambiguous = cli("token", "rotate", "node0200", "--db", db_url)
     assert ambiguous.exit_code == 2 and "2 live tokens are named" in ambiguous.stderr
+
+
+def test_serve_on_a_port_in_use_fails_before_saying_it_listens(live_server, tmp_path):
+    """It said "faultgraph listening on …" and then failed to bind."""
+    import subprocess
+    import sys
+
+    port = live_server.url.rsplit(":", 1)[1]
+    done = subprocess.run([sys.executable, "-m", "faultgraph.service.cli", "serve", "--port", port,
+                           "--db", f"duckdb:///{tmp_path / 'second.duckdb'}"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3 and "address already in use" in done.stderr.lower(), done.stderr
+    assert "listening on" not in done.stderr + done.stdout
