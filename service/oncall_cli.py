@@ -6,7 +6,9 @@ Registered on the main `faultgraph` app by `register(app)` (see service/cli.py),
 module can be imported without importing the CLI that imports it.
 """
 
+import contextlib
 import json
+import signal
 import sys
 import tempfile
 import threading
@@ -233,13 +235,22 @@ def demo(host: Annotated[str, typer.Option(help="Address to listen on.")] = "127
 
     if not tokens.is_loopback(host):
         fail(f"--host {host}: the demo serves without tokens, so only on loopback (e.g. 127.0.0.1)")
-    db_url = db or f"duckdb:///{Path(tempfile.mkdtemp(prefix='faultgraph-demo-')) / 'demo.duckdb'}"
-    app = create_app(Settings(db_url=db_url), open_without_tokens=True)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
-    console.print(f"faultgraph demo: data in {db_url}", highlight=False)
-    seeding = threading.Thread(target=_seed_or_stop, args=(server, f"http://{host}:{port}", hosts), daemon=True)
-    seeding.start()
-    server.run()
+    with contextlib.ExitStack() as scratch:  # the default store goes when the demo stops, however it stops
+        db_url = db or f"duckdb:///{Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix='faultgraph-demo-'))) / 'demo.duckdb'}"
+        app = create_app(Settings(db_url=db_url), open_without_tokens=True)
+        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
+        console.print(f"faultgraph demo: data in {db_url}{'' if db else ' (removed when the demo stops; --db keeps it)'}",
+                      highlight=False)
+        seeding = threading.Thread(target=_seed_or_stop, args=(server, f"http://{host}:{port}", hosts), daemon=True)
+        seeding.start()
+        # uvicorn re-raises the SIGTERM it stopped on once it has restored the handler it
+        # found: the default one would end the process before the scratch directory goes
+        signal.signal(signal.SIGTERM, _exit)
+        server.run()
+
+
+def _exit(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _seed_or_stop(server: uvicorn.Server, url: str, hosts: int) -> None:

@@ -165,9 +165,9 @@ def test_token_goes_out_as_bearer():
 def test_demo_serves_a_simulated_day(tmp_path):
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "faultgraph.service.cli", "demo", "--port", str(port), "--hosts", "8",
-         "--db", f"duckdb:///{tmp_path / 'demo.duckdb'}"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "COLUMNS": "200"})
+        [sys.executable, "-m", "faultgraph.service.cli", "demo", "--port", str(port), "--hosts", "8"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "COLUMNS": "200", "TMPDIR": str(tmp_path)})  # its default store's directory there
     try:
         output = []
         deadline = time.monotonic() + 90
@@ -188,9 +188,11 @@ def test_demo_serves_a_simulated_day(tmp_path):
         found = {incident["root_cause"]["cause"] for incident in incidents}
         assert len(incidents) >= 6 and "gpu_fell_off_bus" in found
         assert len(found & truth) >= 4, (found, truth)
+        assert len(list(tmp_path.glob("faultgraph-demo-*/demo.duckdb"))) == 1
     finally:
         process.terminate()
         process.wait(timeout=30)
+    assert list(tmp_path.glob("faultgraph-demo-*")) == []  # stopped, it leaves nothing behind
 
 
 def test_planned_maintenance_reads_as_no_action(loaded):
