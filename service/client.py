@@ -29,6 +29,11 @@ TokenOption = Annotated[str | None, typer.Option(
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the API's JSON answer instead of tables.")]
 
 
+def counted(n: int, word: str) -> str:
+    """`n` and the word, plural unless one: "1 host", "2 hosts", "1,024 lines"."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def short_time(value: str | None) -> str:
     """An API time as the CLI's tables show it: `2026-11-29 08:00:00`, seconds, no zone (UTC)."""
     return value.replace("T", " ").replace("Z", "")[:19] if value else "—"

@@ -33,7 +33,7 @@ from faultgraph.service import demo as demo_day
 from faultgraph.service.client import JsonOption as AsJson
 from faultgraph.service.client import TokenOption as Token
 from faultgraph.service.client import UrlOption as Url
-from faultgraph.service.client import short_time
+from faultgraph.service.client import counted, short_time
 from faultgraph.simulate import evaluate
 
 # Piped output is read by people too (less, a ticket): no 80-column squeeze; scripts use --json.
@@ -125,7 +125,7 @@ def show(incident_id: Incident, url: Url = client.DEFAULT_URL, token: Token = No
         f"confidence {float(root.get('confidence') or 0):.0%}"),
         escape(f"action      {action_text(action)}: {action.get('detail') or ''}".rstrip(": ")),
         escape(f"job         {incident.get('job') or incident.get('scope') or '—'}"),
-        f"symptoms    {incident.get('symptoms', 0):,} on {incident.get('hosts', 0):,} hosts",
+        f"symptoms    {incident.get('symptoms', 0):,} on {counted(incident.get('hosts', 0), 'host')}",
         f"interrupted {short_time(interruption.get('start'))} → {short_time(interruption.get('end')) if interruption.get('end') else 'ongoing'}"
         f", {interruption.get('gpus', 0):,} GPUs, {interruption.get('gpu_hours_lost', 0):,.1f} GPU-hours lost",
     ]

@@ -255,6 +255,11 @@ def test_command_prints_the_same_answer_without_a_server(tmp_path):
     human = cli("diagnose", str(log))
     assert human.exit_code == 0 and "node23" in human.stdout and "Missing:" in human.stdout
     assert "NCCL WARN Cuda failure 1 'invalid argument'" in human.stdout
+    confidence = printed["incidents"][0]["root_cause"]["confidence"]
+    assert f"(confidence {confidence:.0%})" in human.stdout  # as `show` and the UI write it
+    one = tmp_path / "one.log"
+    one.write_text("nothing to see\n")
+    assert cli("diagnose", str(one)).stdout.startswith("1 line, 0 events, 1 line matched no rule")
     missing = cli("diagnose", str(tmp_path / "nope.log"), env={"COLUMNS": "300"})  # the path unwrapped
     assert missing.exit_code == 2 and "nope.log" in missing.output
 

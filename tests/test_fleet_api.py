@@ -179,6 +179,10 @@ def test_goodput_command_measured_beside_the_model(fleet):
     assert result.exit_code == 0, result.output
     assert "90.3 %" in result.output  # (600 − 58) / 600
     assert f"{100 / (1 + 4 / 150 + 95 / 600):.1f} %" in result.output
+    # one job's figures are its hours; all jobs' are GPU-hours, in both tables
+    assert " h " in result.output and "GPU-h" not in result.output
+    every = run_cli(fleet, "goodput")
+    assert every.exit_code == 0 and "GPU-h" in every.output and "┃ hours" not in every.output, every.output
     bad = run_cli(fleet, "goodput", "--job", "nosuchjob")
     assert bad.exit_code == 1 and "nosuchjob" in bad.output
 

@@ -382,7 +382,7 @@ def test_cli_prints_the_answers(trained):
     as_json = runner.invoke(cli, ["mtbf", "--url", url, "--scope", "host", "--json", *window])
     assert as_json.exit_code == 0 and '"failures": 1' in as_json.output
     ledger = runner.invoke(cli, ["causes", "--url", url])
-    assert ledger.exit_code == 0 and "gpu_fell_off_bus" in ledger.output and "50.0%" in ledger.output
+    assert ledger.exit_code == 0 and "gpu_fell_off_bus" in ledger.output and "50.0 %" in ledger.output
     economics = runner.invoke(cli, ["checkpoint", "--url", url, "--save-minutes", "5", "--mtbf-hours", "24",
                                     "--restart-minutes", "10"])
     assert economics.exit_code == 0 and "116.7 min" in economics.output  # Daly: 117

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from faultgraph.service.client import counted
 from faultgraph.service.diagnose import service
 from faultgraph.service.diagnose.models import DiagnoseBodyAdapter
 from faultgraph.service.events.service import BodyError
@@ -58,7 +59,8 @@ def diagnose(
 
 
 def _print(answer: dict) -> None:
-    console.print(f"{answer['lines']} lines, {answer['events']} events, {answer['unmatched']} lines matched no rule")
+    console.print(f"{counted(answer['lines'], 'line')}, {counted(answer['events'], 'event')}, "
+                  f"{counted(answer['unmatched'], 'line')} matched no rule")
     if not answer["incidents"]:
         console.print("[bold]No diagnosis:[/] nothing in these lines names a failure. Paste the job's error output, "
                       "the hosts' `dmesg`, or a `py-spy dump` of every rank.")
@@ -68,7 +70,7 @@ def _print(answer: dict) -> None:
         style = CATEGORY_STYLE.get(root["category"], "")
         place = f"[bold]{escape(root['component'])}[/bold]" if root["component"] else UNNAMED
         console.print(f"\n[bold]{n}. [{style}]{root['category']}[/{style}] / {root['cause']}[/bold] at {place}"
-                      f"  (confidence {root['confidence']:.2f})")
+                      f"  (confidence {root['confidence']:.0%})")
         console.print(f"   {escape(root['explanation'])}")
         action = incident["action"]
         target = f" {escape(action['target'])}" if action["target"] else ""

@@ -106,12 +106,13 @@ def goodput(
         sys.stdout.write(client_json(answer))
         return
     eta, model = answer["eta"], answer["model"]["eta"]
-    console.print(_table(f"Goodput {job or '(all jobs, GPU-hour weighted)'}", ["", "hours" if job else "GPU-hours"], [
-        ["wall", _num(answer["wall_hours"])], ["productive", _num(answer["productive_hours"])],
-        *[[f"lost: {bucket}", _num(hours)] for bucket, hours in answer["lost"].items()],
+    unit = " h" if job else " GPU-h"  # one job's wall-clock hours; all jobs' weighted by their GPUs
+    console.print(_table(f"Goodput {job or '(all jobs, GPU-hour weighted)'}", ["", "value"], [
+        ["wall", _num(answer["wall_hours"], unit)], ["productive", _num(answer["productive_hours"], unit)],
+        *[[f"lost: {bucket}", _num(hours, unit)] for bucket, hours in answer["lost"].items()],
         ["η measured", _num(None if eta is None else 100 * eta, " %", 1)],
         ["η model (first order)", _num(None if model is None else 100 * model, " %", 1)]]))
-    _print(_table("Lost by cause", ["cause", "hours"], [[r["cause"], _num(r["hours"])] for r in answer["by_cause"]]),
+    _print(_table("Lost by cause", ["cause", "lost"], [[r["cause"], _num(r["hours"], unit)] for r in answer["by_cause"]]),
            "nothing lost")
     _notes(answer)
 

@@ -16,7 +16,7 @@ def _minutes(value: float | None) -> str:
 
 
 def _share(value: float) -> str:
-    return f"{100 * value:.1f}%"
+    return f"{100 * value:.1f} %"
 
 
 def _interval(bounds: list[float | None]) -> str:
