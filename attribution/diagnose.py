@@ -82,6 +82,9 @@ class Finding:
     explanation: str
     action: str = ""
     missing: list[str] = field(default_factory=list)
+    # The engine's action kind where the engine decided it (it weighs evicting against a
+    # restart on a spare with the job in view); else the answer derives one from the cause.
+    action_kind: str | None = None
 
     @property
     def category(self) -> str:
@@ -398,10 +401,12 @@ def rank(findings: Iterable[Finding], *, reasons: int = 3) -> list[Finding]:
         cited.setdefault(key, set()).update(finding.lines)
         if key not in merged:
             merged[key] = Finding(finding.place, finding.cause, finding.score, finding.rule, [],
-                                  finding.explanation, finding.action, list(finding.missing))
+                                  finding.explanation, finding.action, list(finding.missing), finding.action_kind)
             said[key] = [finding.explanation]
             continue
         into = merged[key]
+        if finding.action_kind and not into.action_kind:  # the engine's decision, whoever found the place first
+            into.action, into.action_kind = finding.action, finding.action_kind
         if finding.place.count("/") > into.place.count("/") and finding.place.startswith(into.place):
             into.place = finding.place
         if len(said[key]) < reasons and finding.explanation not in said[key] and finding.rule not in into.rule:

@@ -305,6 +305,19 @@ def test_impossible_dates_and_waits_get_an_answer():
     assert result["events"] == 1 and result["incidents"], result
 
 
+def test_the_action_is_the_engine_s_where_it_decided_one():
+    """With the job's hosts given the engine weighs evicting against a restart on a spare;
+    the answer's action said 'evict node7: drain node7 and repair node7' under an
+    explanation that said to restart on a spare."""
+    xid = "Nov 29 08:00:00 node7 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus."
+    [with_job] = answer([xid], job={"hosts": ["node0", "node7"], "gpus_per_host": 4})["incidents"]
+    action = with_job["action"]
+    assert action["kind"] == "restart" and "on a spare" in action["detail"], action
+    assert with_job["root_cause"]["explanation"].endswith(action["detail"])
+    [alone] = answer([xid])["incidents"]
+    assert (alone["action"]["kind"], alone["action"]["target"]) == ("evict", "node7")
+
+
 def test_odd_bodies_over_http(secured):
     srv, made = secured
     auth = bearer(made["reader"])

@@ -226,7 +226,7 @@ def _from_engine(drafts: Sequence[engine.Draft], read: paste.Paste) -> list[reas
         explanation = root["explanation"] if timed else f"{root['component']}: {root['cause'].replace('_', ' ')} ({root['kind']})"
         found.append(reasoning.Finding(place=root["component"], cause=root["cause"], score=0.6 * root["confidence"],
                                       rule="engine", lines=lines, explanation=explanation,
-                                      action=draft.action.get("detail", "")))
+                                      action=draft.action.get("detail", ""), action_kind=draft.action.get("kind")))
     return found
 
 
@@ -246,7 +246,9 @@ def _unexplained(drafts: Sequence[engine.Draft]) -> reasoning.Finding:
 def _action(finding: reasoning.Finding, job: dict | None) -> dict[str, str | None]:
     component = _component(finding.place)
     host = component.split("/", 1)[0] if component else None
-    if finding.category in ("gpu", "host") or (finding.cause == "dependency" and host and finding.rule != "odd_stack"):
+    if finding.action_kind:
+        kind = finding.action_kind
+    elif finding.category in ("gpu", "host") or (finding.cause == "dependency" and host and finding.rule != "odd_stack"):
         kind = "evict"
     elif finding.category == "network":
         kind = "replace" if "~" in finding.place else "evict"
