@@ -635,7 +635,8 @@ def evaluate(
     for column in ("confidence", "incidents", "right", "accuracy %"):
         reliability.add_column(column, justify="right")
     for row in result["reliability"]:
-        reliability.add_row(row["confidence"], str(row["incidents"]), str(row["right"]), str(row["accuracy_pct"]))
+        reliability.add_row(row["confidence"], str(row["incidents"]), str(row["right"]),
+                            "—" if row["accuracy_pct"] is None else str(row["accuracy_pct"]))
     console.print(reliability)
 
 

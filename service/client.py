@@ -111,6 +111,8 @@ def request(method: str, url: str, path: str, *, token: str | None = None, param
             json: Any = None, timeout: float = 30.0) -> Any:
     """One call to the API; ApiError says why it could not be made or was refused."""
     query = {name: value for name, value in (params or {}).items() if value is not None}
+    if not url.startswith(("http://", "https://")):  # httpx read `localhost:8123` as the scheme `localhost`
+        raise ApiError(f"{url}: a server's URL begins with http:// or https://, e.g. http://{url}")
     try:
         with http_client(url, token=token, timeout=timeout) as http:
             response = http.request(method, path, params=query, json=json)

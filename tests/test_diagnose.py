@@ -262,6 +262,11 @@ def test_command_prints_the_same_answer_without_a_server(tmp_path):
     assert cli("diagnose", str(one)).stdout.startswith("1 line, 0 events, 1 line matched no rule")
     missing = cli("diagnose", str(tmp_path / "nope.log"), env={"COLUMNS": "300"})  # the path unwrapped
     assert missing.exit_code == 2 and "nope.log" in missing.output
+    # a bad option is named as the option, not as pydantic's field and its web page
+    for args, option in ((["--job-hosts", "a,b", "--gpus-per-host", "0"], "--gpus-per-host"),
+                         (["--job-hosts", "a,b_c!"], "--job-hosts"), (["--host", "bad!host"], "--host")):
+        bad = cli("diagnose", str(log), *args, env={"COLUMNS": "300"})
+        assert bad.exit_code == 2 and option in bad.output and "pydantic" not in bad.output, bad.output
 
 
 def test_command_names_a_paste_without_a_host_as_unnamed_not_none():

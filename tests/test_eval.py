@@ -55,6 +55,7 @@ def test_eval_replays_only_into_an_empty_server(live_server, monkeypatch):
     refused = CliRunner().invoke(app, ["eval", "--faults", "2", "--hosts", "16", "--url", live_server.url])
     assert refused.exit_code == 2 and "already holds events" in refused.output, refused.output
     monkeypatch.setenv("FAULTGRAPH_URL", live_server.url)
-    done = CliRunner().invoke(app, ["eval", "--faults", "2", "--hosts", "16", "--json"])
+    done = CliRunner().invoke(app, ["eval", "--faults", "2", "--hosts", "16"])
     assert done.exit_code == 0, done.output
+    assert "confidence vs top-1 accuracy" in done.output and "None" not in done.output  # an empty bin's accuracy: —
     assert live_server.client.get("/v1/events").json()["events"] == before  # replayed into a throwaway server

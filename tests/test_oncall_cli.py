@@ -132,6 +132,8 @@ def test_no_help_cites_a_document_the_user_does_not_have():
 def test_unreachable_server_is_one_line_not_a_traceback():
     result = cli("incidents", "--url", f"http://127.0.0.1:{free_port()}")
     assert result.exit_code == 1 and "cannot reach" in result.output and "Traceback" not in result.output
+    result = cli("incidents", "--url", "localhost:8123")  # was "unsupported protocol 'localhost://'"
+    assert result.exit_code == 1 and "begins with http:// or https://, e.g. http://localhost:8123" in " ".join(result.output.split())
 
 
 def test_token_goes_out_as_bearer():

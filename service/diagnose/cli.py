@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
@@ -15,6 +16,7 @@ from faultgraph.service.client import counted
 from faultgraph.service.diagnose import service
 from faultgraph.service.diagnose.models import DiagnoseBodyAdapter
 from faultgraph.service.events.service import BodyError
+from faultgraph.service.http import first_error
 
 console = Console() if sys.stdout.isatty() else Console(width=160)
 CATEGORY_STYLE = {"gpu": "bold red", "host": "magenta", "network": "blue", "software": "green",
@@ -38,7 +40,7 @@ def diagnose(
     files: Annotated[list[Path], typer.Argument(help="Log files as pasted or saved (job output, dmesg, py-spy dumps); '-' reads stdin.")],
     host: Annotated[str | None, typer.Option("--host", help="The host the lines came from, where they do not say.")] = None,
     job_hosts: Annotated[str | None, typer.Option("--job-hosts", help="The job's hosts in rank order, comma-separated, so ranks can be named as GPUs.")] = None,
-    gpus_per_host: Annotated[int, typer.Option(help="With --job-hosts: ranks per host.")] = 8,
+    gpus_per_host: Annotated[int, typer.Option(min=1, help="With --job-hosts: ranks per host.")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as POST /v1/diagnose gives it.")] = False,
 ) -> None:
     """Diagnose pasted logs without a server: ranked incidents, the lines that decided them, what is missing."""
@@ -50,8 +52,10 @@ def diagnose(
         answer = service.diagnose(checked, received=datetime.now(UTC))
     except BodyError as exc:
         raise typer.BadParameter(str(exc)) from None
-    except ValueError as exc:  # pydantic's: a host that is not a host name
-        raise typer.BadParameter(str(exc).splitlines()[0] + ": " + str(exc).splitlines()[-1].strip()) from None
+    except ValidationError as exc:  # a host that is not a host name: named by the option it came from
+        where, what = first_error(exc)
+        option = "--job-hosts" if where.startswith("job.hosts") else "--host" if where == "host" else where
+        raise typer.BadParameter(what, param_hint=option) from None
     if as_json:
         typer.echo(json.dumps(answer, indent=2))
         return
