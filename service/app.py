@@ -205,7 +205,10 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        # A query parameter by its name alone, as the routes' own checks name it ("since: …"):
+        # the name is what the caller typed, `query.` only where FastAPI found it.
+        problems = [f"{'.'.join(str(p) for p in e['loc'][1 if e['loc'][:1] == ('query',) else 0:])}: {e['msg']}"
+                    for e in exc.errors()]
         return JSONResponse({"detail": "; ".join(problems)}, status_code=422)
 
     return app

@@ -155,6 +155,12 @@ def test_bad_queries_name_the_problem(fleet, path, params, needle):
     assert 400 <= answer.status_code < 500 and needle in answer.json()["detail"]
 
 
+def test_a_bad_query_parameter_is_named_as_sent(fleet):
+    """As the routes' own checks name theirs ("since: …"), not FastAPI's `query.mtbf_hours`."""
+    answer = fleet.get("/v1/stats/checkpoint", params={"mtbf_hours": "0"})
+    assert answer.status_code == 422 and answer.json()["detail"] == "mtbf_hours: Input should be greater than 0"
+
+
 def run_cli(client: httpx.Client, *args: str):
     return CliRunner().invoke(app, [*args, "--url", str(client.base_url)], env={"COLUMNS": "200"},
                               catch_exceptions=False)
