@@ -149,6 +149,9 @@ def test_oncall_overrides_cause_and_status(client):
     assert client.patch(f"/v1/incidents/{incident['id']}", json={"root_cause": {"component": ""}}).status_code == 422
     assert client.get(f"/v1/incidents/{incident['id']}").json()["root_cause"]["component"] == "node0042/gpu1"
     assert client.patch("/v1/incidents/inc-999999", json={"status": "resolved"}).status_code == 404
+    form = client.patch(f"/v1/incidents/{incident['id']}", content=b'{"status": "resolved"}',  # curl's bare -d
+                        headers={"content-type": "application/x-www-form-urlencoded"})
+    assert form.status_code == 422 and "content-type: application/json, not application/x-www-form-urlencoded" in form.text
     assert client.get("/v1/incidents/nope").status_code == 404
 
 
