@@ -428,6 +428,9 @@ def topology_discover(
     body, problems = discover(directory)
     for problem in problems:
         typer.echo(f"discover: {problem}", err=True)
+    if not body["components"]:  # piped to `topology upload`, an empty graph would replace the real one
+        typer.echo(f"discover: nothing found in {directory}; no topology written", err=True)
+        raise typer.Exit(1)
     blob = orjson.dumps(body)
     if output is None:
         sys.stdout.buffer.write(blob + b"\n")

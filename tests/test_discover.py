@@ -151,12 +151,13 @@ def test_cli_prints_the_graph_and_names_problems_on_stderr(dump: Path) -> None:
 
 
 def test_an_empty_folder_and_a_host_folder_without_tool_outputs_are_named(tmp_path: Path) -> None:
-    """An empty DIR still prints the (empty) graph and exits 0, as partial input does, but
-    stderr says that no host folder was found, not only that the fabric dump is missing."""
+    """An empty DIR prints no graph and exits 1 (piped to `topology upload`, an empty graph
+    replaced the real one), and stderr says that no host folder was found, not only that
+    the fabric dump is missing."""
     done = CliRunner().invoke(app, ["topology", "discover", str(tmp_path)])
-    assert done.exit_code == 0, done.stderr
-    assert orjson.loads(done.stdout) == {"components": [], "links": []}
+    assert done.exit_code == 1 and done.stdout == "", done.stdout
     assert f"no host folders in {tmp_path}" in done.stderr and "nvidia-smi-topo-m.txt" in done.stderr
+    assert f"nothing found in {tmp_path}; no topology written" in done.stderr
     (tmp_path / "node0001").mkdir()
     (tmp_path / "node0001" / "topo.log").write_text("misnamed")
     done = CliRunner().invoke(app, ["topology", "discover", str(tmp_path)])

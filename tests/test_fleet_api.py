@@ -146,6 +146,7 @@ def test_goodput_of_the_job_by_hand(fleet):
     ("/v1/components", {"type": "toaster"}, "type: toaster"),
     ("/v1/components/history", {}, "exactly one"),
     ("/v1/components/history", {"component": "nowhere"}, "no recorded state"),
+    ("/v1/components/history", {"component": ""}, "component: String should have at least 1 character"),
     ("/v1/stats/fleet", {"since": "yesterday"}, "since"),
     ("/v1/stats/fleet", {"fdr": "2"}, "fdr"),
     ("/v1/stats/goodput", {"job": "nosuchjob"}, "nosuchjob"),

@@ -57,8 +57,8 @@ def list_components(
 def component_history(
     engine: EngineDep,
     cluster: ClusterDep,
-    component: Annotated[str | None, Query(max_length=512)] = None,
-    serial: Annotated[str | None, Query(max_length=256)] = None,
+    component: Annotated[str | None, Query(min_length=1, max_length=512)] = None,
+    serial: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
 ) -> dict:
     """Every state a slot went through with its faults and serials, or where one serial
     (a GPU board) has been and the faults it carried along."""
