@@ -172,6 +172,11 @@ def test_body_forms_ndjson_and_object(client):
     assert answer.json()["accepted"] == 3 and answer.json()["rejected"][0]["index"] == 3
     answer = client.post("/v1/events", json={"events": [event(id="obj-1")]})
     assert answer.json()["accepted"] == 1
+    # rejections in line order, a line that is JSON but no object said in words
+    mixed = b"\n".join([orjson.dumps(event(id="nd-ok")), b"[1, 2]", b"{broken", b'"text"'])
+    answer = client.post("/v1/events", content=mixed, headers={"content-type": "application/x-ndjson"})
+    assert [(r["index"], r["error"].split(":")[0]) for r in answer.json()["rejected"]] == [
+        (1, "an event must be a JSON object"), (2, "line 3 is not valid JSON"), (3, "an event must be a JSON object")]
 
 
 @pytest.mark.parametrize(

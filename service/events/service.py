@@ -74,7 +74,7 @@ def _describe(errors: list[dict]) -> dict[int, str]:
             text = f"kind: unknown kind {error['ctx']['tag']}; known kinds: {', '.join(postable)}"
         elif error["type"] == "union_tag_not_found":
             text = "kind: field required"
-        elif error["type"] in ("dict_type", "model_type", "typed_dict_type") and not path:
+        elif error["type"] in ("dict_type", "model_type", "typed_dict_type", "model_attributes_type") and not path:
             text = "an event must be a JSON object"
         else:
             text = f"{'.'.join(path) or 'event'}: {error['msg']}"
@@ -141,6 +141,7 @@ def decode(body: bytes, *, content_type: str = "", max_events: int) -> Decoded:
     for index, item in enumerate(items):
         if index not in bad:
             _validate_items([item], decoded, offset=index)
+    decoded.rejected.sort(key=lambda rejection: rejection["index"])  # unreadable lines were named first
     return decoded
 
 
