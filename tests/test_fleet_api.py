@@ -179,6 +179,7 @@ def test_fleet_command_prints_states_mttr_and_offenders(fleet):
     # times as the on-call tables show them; four units are too few for an offender, said in words
     assert stamp(timedelta(hours=5, minutes=30)).replace("T", " ")[:19] in result.output and ".000000Z" not in result.output
     assert "Repeat offenders (worst first): no unit fails more often than chance explains" in result.output
+    assert f"{stamp(timedelta(0)).replace('T', ' ')[:19]} → {stamp(timedelta(hours=10)).replace('T', ' ')[:19]}" in result.output
 
 
 def test_goodput_command_measured_beside_the_model(fleet):

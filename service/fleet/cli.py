@@ -78,7 +78,7 @@ def fleet(
                    for c in components], words=5), "none")
     mttr = stats["mttr_hours"]
     console.print(_table("Fleet", ["", "value"], [
-        ["units", str(stats["units"])], ["faults", str(stats["faults"])],
+        ["window (UTC)", _window(stats)], ["units", str(stats["units"])], ["faults", str(stats["faults"])],
         ["faults / 1,000 unit-days", _figures(stats["faults_per_1000_unit_days"])],
         ["MTTR median", _num(mttr["median"], " h")], ["MTTR p90", _num(mttr["p90"], " h")],
         ["availability", _num(None if stats["availability"] is None else 100 * stats["availability"], " %", 3)]]))
@@ -108,13 +108,19 @@ def goodput(
     eta, model = answer["eta"], answer["model"]["eta"]
     unit = " h" if job else " GPU-h"  # one job's wall-clock hours; all jobs' weighted by their GPUs
     console.print(_table(f"Goodput {job or '(all jobs, GPU-hour weighted)'}", ["", "value"], [
-        ["wall", _num(answer["wall_hours"], unit)], ["productive", _num(answer["productive_hours"], unit)],
+        ["window (UTC)", _window(answer)], ["wall", _num(answer["wall_hours"], unit)], ["productive", _num(answer["productive_hours"], unit)],
         *[[f"lost: {bucket}", _num(hours, unit)] for bucket, hours in answer["lost"].items()],
         ["η measured", _num(None if eta is None else 100 * eta, " %", 1)],
         ["η model (first order)", _num(None if model is None else 100 * model, " %", 1)]]))
     _print(_table("Lost by cause", ["cause", "lost"], [[r["cause"], _num(r["hours"], unit)] for r in answer["by_cause"]]),
            "nothing lost")
     _notes(answer)
+
+
+def _window(answer: dict) -> str:
+    """The window the figures cover, which defaults to the stored events' span: one event
+    posted with an old date moves it, and every rate with it."""
+    return f"{short_time(answer.get('since'))} → {short_time(answer.get('until'))}"
 
 
 def _notes(answer: dict) -> None:
