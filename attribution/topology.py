@@ -7,6 +7,7 @@ read. Loading is bulk (`add_nodes_from` / `add_edges_from` over generators) beca
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -248,6 +249,11 @@ def _attr_problems(attrs: dict[str, Any], link: bool) -> list[str]:
             if name in attrs and attrs[name] is not None and type(attrs[name]) is not kind]
 
 
+# What an event's `component` may hold (service/events/models.py `Name`): a longer id, or one
+# with a control character, could never be named.
+_NAMEABLE = re.compile(r"[^\x00-\x1f]{1,256}")
+
+
 def _validate(body: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Check the whole body, collecting every problem before failing, so one upload
     tells the operator everything that is wrong (first few of each kind named)."""
@@ -266,6 +272,7 @@ def _validate(body: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         offenders.setdefault(problem, []).append(item)
 
     seen: set[str] = set()
+    hosted: list[tuple[str, str]] = []  # (component, the host it names)
     for index, c in enumerate(components):
         if not isinstance(c, dict):
             note("component is not an object", f"#{index}")
@@ -273,6 +280,10 @@ def _validate(body: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         cid, kind, host, attrs = c.get("id"), c.get("type"), c.get("host"), c.get("attrs", {})
         if not isinstance(cid, str) or not cid or "~" in cid:
             note("component id missing, not a string or containing '~'", f"#{index}")
+            continue
+        if not _NAMEABLE.fullmatch(cid):
+            note("component id longer than 256 characters or holding a control character (no event could name it)",
+                 f"#{index}")
             continue
         if cid in seen:
             note("duplicate component id", cid)
@@ -290,6 +301,12 @@ def _validate(body: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             note(problem, cid)
         if kind == "host" and host not in (None, cid):
             note("host component names another host", cid)
+        elif isinstance(host, str) and kind != "host":
+            hosted.append((cid, host))
+    hosts = {c["id"] for c in components if isinstance(c, dict) and c.get("type") == "host"}
+    for cid, host in hosted:
+        if host not in hosts:
+            note("component's host is not a host component", f"{cid} ({host})")
 
     pairs: set[tuple[str, str]] = set()
     for index, lk in enumerate(links):

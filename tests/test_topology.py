@@ -176,6 +176,11 @@ def test_minimal_body_loads():
          ["attrs.chip is not an integer"]),
         (lambda b: b["links"][0].update(attrs={"gpu_links": 5}), ["gpu_links is not a list of integers", "h0/gpu0"]),
         (lambda b: b["links"][0].update(attrs={"gpu_links": "012"}), ["gpu_links is not a list of integers"]),
+        # ids no event could name, and a part of a host the graph does not hold
+        (lambda b: b["components"].append({"id": "h" * 300, "type": "host"}), ["longer than 256", "#3"]),
+        (lambda b: b["components"].append({"id": "h0/gpu\n1", "type": "gpu", "host": "h0"}), ["control character"]),
+        (lambda b: b["components"].append({"id": "h9/gpu0", "type": "gpu", "host": "h9"}),
+         ["component's host is not a host component", "h9/gpu0 (h9)"]),
     ],
 )
 def test_validation_names_the_offender(mutate, words):
