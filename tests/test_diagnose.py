@@ -227,6 +227,8 @@ def test_route_answers_json_and_text_for_readers_and_agents_and_stores_nothing(s
     (b'{"lines": [{"host": "node1"}]}', 422, "line"),
     (b'{"lines": ["x"], "job": {"hosts": []}}', 422, "job.hosts"),
     (b'{"lines": ["x"], "host": "not a host!"}', 422, "host"),
+    (json.dumps({"lines": ["x"], "job": {"hosts": [f"n{i}" for i in range(32768)], "gpus_per_host": 64}}).encode(),
+     422, "2,097,152 ranks (32,768 hosts × 64) exceed the 262,144"),
     (json.dumps({"lines": ["x"] * 1001}).encode(), 413, "limit"),
 ])
 def test_bad_bodies_get_a_4xx_naming_the_problem(secured, body, status, says):

@@ -63,12 +63,20 @@ def decode(body: bytes, *, content_type: str, host: str | None, max_lines: int) 
     return parsed
 
 
+# The most ranks a pasted job may place: 32,768 hosts of 8 GPUs, which a paste reads in
+# about a second; a claimed 2 million (32,768 × 64) took five, a cost any reader could ask for.
+MAX_RANKS = 262_144
+
+
 def _job(body: DiagnoseBody) -> tuple[dict | None, Placement | None]:
     job = body.get("job")
     if not job:
         return None, None
     spec = {"id": job.get("id") or JOB_ID, "hosts": job["hosts"], "gpus_per_host": job.get("gpus_per_host", 8),
             **({"parallelism": job["parallelism"]} if job.get("parallelism") else {})}
+    if (ranks := len(spec["hosts"]) * spec["gpus_per_host"]) > MAX_RANKS:
+        raise BodyError(f"job: {ranks:,} ranks ({len(spec['hosts']):,} hosts × {spec['gpus_per_host']}) exceed the "
+                        f"{MAX_RANKS:,} a paste may place", 422)
     try:
         return spec, Placement.from_job(spec)
     except ValueError as exc:
