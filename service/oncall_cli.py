@@ -216,6 +216,8 @@ def _seed(server: uvicorn.Server, url: str, hosts: int) -> None:
     console.print(f"{len(sent.records):,} log lines and events, {len(sent.truth)} faults injected; "
                   f"{len(incidents)} incidents", highlight=False)
     console.print(f"UI:             {url}/ui/", highlight=False)
+    # the on-call commands default to :8080; this says where the demo is, whatever its port
+    console.print(f"CLI:            FAULTGRAPH_URL={url} faultgraph incidents", highlight=False)
     if incidents:
         console.print(f"first incident: {url}/ui/incident.html?id={incidents[-1]['id']}", highlight=False)
     console.print("Ctrl-C stops the demo.", highlight=False)

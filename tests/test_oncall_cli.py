@@ -182,6 +182,7 @@ def test_demo_serves_a_simulated_day(tmp_path):
                 break
         text = "".join(output)
         assert f"UI:             http://127.0.0.1:{port}/ui/" in text, text
+        assert f"CLI:            FAULTGRAPH_URL=http://127.0.0.1:{port} faultgraph incidents" in text
         first = text.split("first incident:")[1].strip()
         assert httpx.get(first).status_code == 200
         incidents = httpx.get(f"http://127.0.0.1:{port}/v1/incidents").json()["incidents"]
