@@ -151,6 +151,21 @@ def test_hostile_bodies_get_a_4xx_or_are_stored_safely(secured_server, name):
     assert answer.json()  # an explanation, in JSON, even for garbage
 
 
+@pytest.mark.parametrize("wrap", [lambda items: b"[" + items + b"]", lambda items: b'{"events": [' + items + b"]}"])
+def test_an_event_nested_too_deep_is_refused_alone(secured_server, wrap):
+    """Deeper than pydantic's JSON reader goes (about 200): the batch was a 400, and the
+    good event beside the deep one was lost."""
+    good = b'{"time": "2026-11-29T08:00:00Z", "host": "node0001", "kind": "job_end", "id": "beside-the-deep-one"}'
+    deep = raw_event(attrs=nested(300), id='"the-deep-one"')[1:-1]
+    answer = secured_server.client.post("/v1/events", content=wrap(good + b", " + deep),
+                                        headers={"content-type": "application/json"})
+    body = answer.json()
+    assert answer.status_code == 200 and body["accepted"] + body["duplicates"] == 1, answer.text  # stored once, by either case
+    assert [r["index"] for r in body["rejected"]] == [1] and "nests deeper" in body["rejected"][0]["error"]
+    stored = secured_server.client.get("/v1/events", params={"host": "node0001", "kind": "job_end", "limit": 10_000}).json()
+    assert "beside-the-deep-one" in {e["id"] for e in stored["events"]}
+
+
 STRING_FIELDS = ("component", "message", "job", "id")
 
 

@@ -105,8 +105,9 @@ def decode(body: bytes, *, content_type: str = "", max_events: int) -> Decoded:
             _check_count(len(decoded.valid), max_events)
             return decoded
         except ValidationError as exc:
-            if any(e["type"] == "json_invalid" for e in exc.errors()):
-                raise BodyError(f"body is not valid JSON: {exc.errors()[0]['msg']}") from None
+            invalid = [e["msg"] for e in exc.errors() if e["type"] == "json_invalid"]
+            if invalid and "recursion limit" not in invalid[0]:  # too deep for jiter: `_parse` reads it
+                raise BodyError(f"body is not valid JSON: {invalid[0]}") from None
         items = _loads(body)
         _check_count(len(items), max_events)
         _validate_items(items, decoded)
@@ -148,8 +149,15 @@ def decode(body: bytes, *, content_type: str = "", max_events: int) -> Decoded:
 def _parse(data: bytes) -> Any:
     """The slow path's parse: pydantic's own (jiter), as the fast path's `validate_json`
     reads the body, so an integer past 64 bits or an infinity reaches validation intact and
-    is refused there for its event alone (orjson would make the integer a float)."""
-    return from_json(data, allow_inf_nan=False)
+    is refused there for its event alone (orjson would make the integer a float). A body
+    nested deeper than jiter reads (about 200) is read by orjson (to 1024), so one deep
+    event is refused alone rather than the batch with it."""
+    try:
+        return from_json(data, allow_inf_nan=False)
+    except ValueError as exc:
+        if "recursion limit" not in str(exc):
+            raise
+        return orjson.loads(data)
 
 
 def _loads(body: bytes) -> Any:
