@@ -90,6 +90,10 @@ def list_incidents(url: Url = client.DEFAULT_URL, token: Token = None,
     if as_json:
         emit_json(page)
         return
+    if not page["incidents"]:  # said in words, not as a header with no rows
+        asked = " ".join(f"--{name} {value}" for name, value in params.items() if name != "limit")
+        console.print(f"No incident{' matches ' + asked if asked else ' yet'}.", highlight=False)
+        return
     table = Table(title=f"{len(page['incidents'])} incident(s)", title_justify="left")
     table.add_column("id", no_wrap=True)
     table.add_column("status", no_wrap=True)

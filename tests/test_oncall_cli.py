@@ -50,6 +50,8 @@ def test_incidents_table_json_and_filters(loaded):
     # the address from the environment, JSON for scripts, filters passed through
     result = cli("incidents", "--status", "open", "--json", env={"FAULTGRAPH_URL": loaded["url"]})
     assert [i["id"] for i in json.loads(result.output)["incidents"]] == [loaded["b"]["id"]]
+    result = cli("incidents", "--job", "nosuch", "--status", "open", "--url", loaded["url"])
+    assert result.exit_code == 0 and result.output == "No incident matches --status open --job nosuch.\n", result.output
     result = cli("incidents", "--category", "nonsense", "--url", loaded["url"])
     assert result.exit_code == 1 and "400 from /v1/incidents" in result.output and "category" in result.output
 
