@@ -74,8 +74,9 @@ def _job(body: DiagnoseBody) -> tuple[dict | None, Placement | None]:
         return None, None
     spec = {"id": job.get("id") or JOB_ID, "hosts": job["hosts"], "gpus_per_host": job.get("gpus_per_host", 8),
             **({"parallelism": job["parallelism"]} if job.get("parallelism") else {})}
-    if (ranks := len(spec["hosts"]) * spec["gpus_per_host"]) > MAX_RANKS:
-        raise BodyError(f"job: {ranks:,} ranks ({len(spec['hosts']):,} hosts × {spec['gpus_per_host']}) exceed the "
+    hosts, per_host = len(job["hosts"]), job.get("gpus_per_host", 8)
+    if hosts * per_host > MAX_RANKS:
+        raise BodyError(f"job: {hosts * per_host:,} ranks ({hosts:,} hosts × {per_host}) exceed the "
                         f"{MAX_RANKS:,} a paste may place", 422)
     try:
         return spec, Placement.from_job(spec)
