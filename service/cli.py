@@ -7,7 +7,7 @@ import socket
 import ssl
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +21,7 @@ import uvicorn
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
@@ -465,7 +466,7 @@ def topology_upload(
         raise typer.Exit(1)
     typer.echo(answer.text)
 def _show(url: str, token: str | None, path: str, params: dict, as_json: bool,
-          tables: Callable[[dict], list[Table]]) -> None:
+          tables: Callable[[dict], Sequence[Table | Text]]) -> None:
     """Fetch one answer and print it as JSON or as tables with its notes; errors exit 1."""
     try:
         answer = client.get(url, path, token=token, params=params)

@@ -383,6 +383,8 @@ def test_cli_prints_the_answers(trained):
     assert as_json.exit_code == 0 and '"failures": 1' in as_json.output
     ledger = runner.invoke(cli, ["causes", "--url", url])
     assert ledger.exit_code == 0 and "gpu_fell_off_bus" in ledger.output and "50.0 %" in ledger.output
+    quiet = runner.invoke(cli, ["causes", "--url", url, "--since", iso(T0 - timedelta(days=2)), "--until", iso(T0 - timedelta(days=1))])
+    assert quiet.exit_code == 0 and quiet.output.startswith("No unplanned interruption in the window (0 planned apart)."), quiet.output
     economics = runner.invoke(cli, ["checkpoint", "--url", url, "--save-minutes", "5", "--mtbf-hours", "24",
                                     "--restart-minutes", "10"])
     assert economics.exit_code == 0 and "116.7 min" in economics.output  # Daly: 117

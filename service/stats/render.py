@@ -65,8 +65,10 @@ def mtbf(answer: Mapping[str, Any]) -> list[Table]:
     return [_facts(f"MTBF — {answer['scope']}", rows)]
 
 
-def causes(answer: Mapping[str, Any]) -> list[Table]:
-    """The interruption ledger: per category, per cause."""
+def causes(answer: Mapping[str, Any]) -> list[Table | Text]:
+    """The interruption ledger: per category, per cause; a sentence when there is none."""
+    if not answer["categories"]:
+        return [Text(f"No unplanned interruption in the window ({answer['planned']} planned apart).")]
     title = f"{answer['unplanned']} unplanned interruptions ({answer['planned']} planned apart)"
     by_category = Table(title=title, title_justify="left")
     for column in ("category", "count", "share", "GPU-hours lost"):
