@@ -3,6 +3,7 @@ judgement, history per slot and per serial, fleet statistics and measured goodpu
 real server whose incidents the engine attributed from posted events."""
 
 import csv
+import json
 import re
 from collections.abc import Iterator
 from datetime import timedelta
@@ -179,6 +180,8 @@ def test_fleet_command_prints_states_mttr_and_offenders(fleet):
     # times as the on-call tables show them; four units are too few for an offender, said in words
     assert stamp(timedelta(hours=5, minutes=30)).replace("T", " ")[:19] in result.output and ".000000Z" not in result.output
     assert "Repeat offenders (worst first): no unit fails more often than chance explains" in result.output
+    loose = run_cli(fleet, "fleet", "--fdr", "0.5", "--json")  # the notes name the fdr: the CLI can set it
+    assert loose.exit_code == 0 and json.loads(loose.output)["stats"]["fdr"] == 0.5, loose.output
     assert f"{stamp(timedelta(0)).replace('T', ' ')[:19]} → {stamp(timedelta(hours=10)).replace('T', ' ')[:19]}" in result.output
 
 

@@ -61,6 +61,8 @@ def fleet(
     state: Annotated[str, typer.Option(help="Component states to list (comma-separated).")] = "faulty,drained,in_repair,suspect",
     type: Annotated[str | None, typer.Option("--type", help="Only components of this type (host, gpu, nic, …).")] = None,
     unit: Annotated[str, typer.Option(help="Count per 'slot' or per board 'serial'.")] = "slot",
+    fdr: Annotated[float | None, typer.Option(
+        help="False discovery rate of the repeat-offender test (Benjamini-Hochberg), 0–1; default the server's 0.05.")] = None,
     since: Since = None,
     until: Until = None,
     url: UrlOption = client.DEFAULT_URL,
@@ -69,7 +71,7 @@ def fleet(
 ) -> None:
     """Fleet health: components by state, faults per 1,000 unit-days, MTTR by cause, repeat offenders."""
     components = _get(url, token, "/v1/components", {"state": state, "type": type})["components"]
-    stats = _get(url, token, "/v1/stats/fleet", {"since": since, "until": until, "type": type, "unit": unit})
+    stats = _get(url, token, "/v1/stats/fleet", {"since": since, "until": until, "type": type, "unit": unit, "fdr": fdr})
     if as_json:
         sys.stdout.write(client_json({"components": components, "stats": stats}))
         return
