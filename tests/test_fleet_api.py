@@ -151,6 +151,7 @@ def test_goodput_of_the_job_by_hand(fleet):
     ("/v1/stats/fleet", {"since": "yesterday"}, "since"),
     ("/v1/stats/fleet", {"fdr": "2"}, "fdr"),
     ("/v1/stats/goodput", {"job": "nosuchjob"}, "nosuchjob"),
+    ("/v1/stats/causes", {"job": "nosuchjob"}, "job: 'nosuchjob' has no stored events"),
 ])
 def test_bad_queries_name_the_problem(fleet, path, params, needle):
     answer = fleet.get(path, params=params)

@@ -70,6 +70,7 @@ def get_mtbf(
 @router.get("/causes", dependencies=[Depends(require("reader"))])
 def get_causes(
     engine: EngineDep,
+    archive: ArchiveDep,
     since: str | None = None,
     until: str | None = None,
     job: Annotated[str | None, Query(max_length=512)] = None,
@@ -77,6 +78,8 @@ def get_causes(
     """The interruption ledger: count, share and GPU-hours lost per category and cause."""
     low, high = _window(since, until)
     with engine.connect() as conn:
+        if job is not None and not service.job_known(conn, job=job, archive=archive):  # a typo, not "no interruption"
+            raise HTTPException(404, f"job: {job!r} has no stored events")
         return service.causes(conn, since=low, until=high, job=job)
 
 
