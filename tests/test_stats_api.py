@@ -137,6 +137,14 @@ def test_an_until_before_the_derived_since_is_named(trained, path, params):
         assert "until must be after since" in detail and "2026-11-29T08:00:00.000000Z" in detail
 
 
+@pytest.mark.parametrize("params", [{}, {"scope": "gpu"}])
+def test_a_since_after_the_derived_until_is_named(trained, params):
+    """Without `until` the window ends at the last event: a `since` after it was answered
+    with a window whose since came after its until."""
+    answer = trained.get("/v1/stats/mtbf", params={**params, "since": "2099-01-01T00:00:00Z"})
+    assert answer.status_code == 400 and "the last event, where a window without until ends" in answer.json()["detail"]
+
+
 def test_times_before_the_year_1000_keep_four_digits(trained):
     window = {"since": "0001-01-01T00:00:00Z", "until": "0999-12-31T23:59:59.5Z"}
     for path in ("/v1/stats/mtbf", "/v1/stats/causes", "/v1/stats/fleet"):

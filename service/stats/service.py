@@ -92,6 +92,9 @@ def window(conn: Connection, *, since: datetime | None, until: datetime | None) 
     high = until or last
     if since is None:
         check_until(until, first, "the first event, where a window without since starts")
+    if until is None and since is not None and last is not None and last <= since:
+        raise WindowError(f"since {format_time(since)} is not before {format_time(last)}, the last event, "
+                          "where a window without until ends: give until too")
     hours = max(0.0, (high - low).total_seconds() / 3600) if low and high else 0.0
     return {
         "since": low,
