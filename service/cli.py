@@ -524,7 +524,7 @@ def checkpoint(
     restart_minutes: Annotated[float | None, typer.Option(help="Time to restart from one; default measured.")] = None,
     mtbf_hours: Annotated[float | None, typer.Option(help="The job's MTBF; default the cluster's measured one.")] = None,
     interval_minutes: Annotated[float | None, typer.Option(help="The interval in use; default Young's.")] = None,
-    simulate: Annotated[int | None, typer.Option(help="Also run this many Monte Carlo runs (capped by the server).")] = None,
+    simulate: Annotated[int | None, typer.Option(min=2, max=1_000_000, help="Also run this many Monte Carlo runs (2 to 1,000,000).")] = None,
     distribution: Annotated[str, typer.Option(help="Failures in the simulation: exponential or weibull.")] = "exponential",
     shape: Annotated[float | None, typer.Option(help="Weibull shape; default the measured fit.")] = None,
     url: UrlOption = client.DEFAULT_URL,

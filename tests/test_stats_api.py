@@ -396,6 +396,8 @@ def test_cli_prints_the_answers(trained):
     economics = runner.invoke(cli, ["checkpoint", "--url", url, "--save-minutes", "5", "--mtbf-hours", "24",
                                     "--restart-minutes", "10"])
     assert economics.exit_code == 0 and "116.7 min" in economics.output  # Daly: 117
+    too_many = runner.invoke(cli, ["checkpoint", "--url", url, "--simulate", "99999999"])  # help said "capped"
+    assert too_many.exit_code == 2 and "--simulate" in too_many.output
     refused = runner.invoke(cli, ["checkpoint", "--url", url, "--save-minutes", "-1"])
     assert refused.exit_code == 1 and "save_minutes" in refused.output
     unreachable = runner.invoke(cli, ["causes", "--url", "http://127.0.0.1:9"], env={"FAULTGRAPH_TOKEN": "t"})
