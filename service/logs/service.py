@@ -104,7 +104,7 @@ def parse(decoded: Logs, *, received: datetime, max_record_lines: int = 200) -> 
     host, source = logs["host"], logs.get("source") or ""
     job, batch = logs.get("job"), logs.get("batch")
     parsed = ParsedLogs(lines=len(logs["lines"]), unmatched=0,
-                        refused=[{"index": index, "error": f"line {index}: {what}"} for index, what in sorted(refused.items())])
+                        refused=[{"index": index, "error": f"line {index + 1}: {what}"} for index, what in sorted(refused.items())])
     seen: dict[str, int] = {}
     for record in group_lines(logs["lines"], host=host, source=source or None, received=received,
                               max_lines=max_record_lines):
