@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from faultgraph.ingest.records import group_lines
 from faultgraph.service.events.service import BodyError
@@ -52,7 +53,7 @@ def decode(body: bytes, *, content_type: str, query: dict[str, str | None], max_
         try:
             logs = Logs(LogsBodyAdapter.validate_json(body))
         except ValidationError as exc:
-            logs = _without_refused(exc, lambda: orjson.loads(body),
+            logs = _without_refused(exc, lambda: from_json(body),  # the parser validate_json used: it read the body
                                     '{where}: {what} (expected {{"host": ..., "source": ..., "lines": [...]}})')
     else:
         fields: dict[str, Any] = {name: value for name, value in query.items() if value}
