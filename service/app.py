@@ -205,14 +205,15 @@ def create_app(settings: Settings | None = None, *, open_without_tokens: bool = 
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        # A query parameter by its name alone, as the routes' own checks name it ("since: …"):
-        # the name is what the caller typed, `query.` only where FastAPI found it.
-        problems = [f"{'.'.join(str(p) for p in e['loc'][1 if e['loc'][:1] == ('query',) else 0:])}: {e['msg']}"
-                    for e in exc.errors()]
         sent = request.headers.get("content-type", "")
         if any(tuple(e["loc"]) == ("body",) for e in exc.errors()) and "json" not in sent:
             # curl's bare -d sends a form: FastAPI then reads no JSON, and says only that a dict was expected
-            problems = [f"body: expected a JSON object sent as content-type: application/json, not {sent or 'no content-type'}"]
-        return JSONResponse({"detail": "; ".join(problems)}, status_code=422)
+            detail = f"body: expected a JSON object sent as content-type: application/json, not {sent or 'no content-type'}"
+        else:
+            # A query parameter by its name alone, as the routes' own checks name it ("since: …"):
+            # the name is what the caller typed, `query.` only where FastAPI found it.
+            detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1 if e['loc'][:1] == ('query',) else 0:])}: {e['msg']}"
+                               for e in exc.errors())
+        return JSONResponse({"detail": detail}, status_code=422)
 
     return app
