@@ -72,12 +72,12 @@ def _job(body: DiagnoseBody) -> tuple[dict | None, Placement | None]:
     job = body.get("job")
     if not job:
         return None, None
-    spec = {"id": job.get("id") or JOB_ID, "hosts": job["hosts"], "gpus_per_host": job.get("gpus_per_host", 8),
-            **({"parallelism": job["parallelism"]} if job.get("parallelism") else {})}
-    hosts, per_host = len(job["hosts"]), job.get("gpus_per_host", 8)
-    if hosts * per_host > MAX_RANKS:
-        raise BodyError(f"job: {hosts * per_host:,} ranks ({hosts:,} hosts × {per_host}) exceed the "
+    hosts, per_host = job["hosts"], job.get("gpus_per_host", 8)
+    if len(hosts) * per_host > MAX_RANKS:
+        raise BodyError(f"job: {len(hosts) * per_host:,} ranks ({len(hosts):,} hosts × {per_host}) exceed the "
                         f"{MAX_RANKS:,} a paste may place", 422)
+    spec = {"id": job.get("id") or JOB_ID, "hosts": hosts, "gpus_per_host": per_host,
+            **({"parallelism": job["parallelism"]} if job.get("parallelism") else {})}
     try:
         return spec, Placement.from_job(spec)
     except ValueError as exc:
