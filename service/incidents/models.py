@@ -103,6 +103,16 @@ def merged_confirmation(earlier: dict | None, patch: RootCauseOverride) -> dict:
     return merged
 
 
+def refuse_a_category_without_its_cause(confirmed: dict, engine_cause: dict) -> None:
+    """A category confirmed alone stands on the engine's cause; one of another category would
+    read (and count, in the statistics by cause) as `network` with `host_maintenance`."""
+    category = confirmed["category"]
+    if category and not confirmed["cause"] and CAUSE_CATEGORY.get(engine_cause["cause"]) != category:
+        causes = ", ".join(cause for cause, of in CAUSE_CATEGORY.items() if of == category)
+        raise ValueError(f"root_cause: category {category} without a cause, while the engine's cause "
+                         f"{engine_cause['cause']} is not {category}; send the cause too ({causes})")
+
+
 def effective_planned(confirmed: dict | None, engine_planned: bool) -> bool:
     """Whether an interruption was planned: a confirmed cause decides where there is one
     (SPEC §5: statistics use the confirmed cause), else the engine's reading of the

@@ -11,12 +11,12 @@ from faultgraph.service import store
 from faultgraph.service.events import service as events_service
 from faultgraph.service.events.models import events
 from faultgraph.service.incidents.models import (
-    CAUSE_CATEGORY,
     IncidentPatch,
     effective_planned,
     incident_events,
     incidents,
     merged_confirmation,
+    refuse_a_category_without_its_cause,
 )
 
 
@@ -113,16 +113,6 @@ def timeline(conn: Connection, *, incident_id: str, limit: int) -> list[dict]:
     return [events_service.row_to_event(row) for row in conn.execute(query)]
 
 
-def _refuse_a_category_without_its_cause(confirmed: dict, engine_cause: dict) -> None:
-    """A category confirmed alone stands on the engine's cause; one of another category would
-    read (and count, in the statistics by cause) as `network` with `host_maintenance`."""
-    category = confirmed["category"]
-    if category and not confirmed["cause"] and CAUSE_CATEGORY.get(engine_cause["cause"]) != category:
-        causes = ", ".join(cause for cause, of in CAUSE_CATEGORY.items() if of == category)
-        raise ValueError(f"root_cause: category {category} without a cause, while the engine's cause "
-                         f"{engine_cause['cause']} is not {category}; send the cause too ({causes})")
-
-
 def update(conn: Connection, *, incident_id: str, patch: IncidentPatch, now: datetime) -> dict | None:
     """Apply on-call's confirmation, override, status or note; None when there is no such incident."""
     row = conn.execute(sa.select(incidents).where(incidents.c.id == incident_id)).first()
@@ -133,7 +123,7 @@ def update(conn: Connection, *, incident_id: str, patch: IncidentPatch, now: dat
         earlier = store.json_value(row.confirmed)
         confirmed = merged_confirmation(earlier, patch.root_cause)
         engine_cause = store.json_value(row.root_cause)
-        _refuse_a_category_without_its_cause(confirmed, engine_cause)
+        refuse_a_category_without_its_cause(confirmed, engine_cause)
         values["confirmed"] = confirmed
         values["cause"] = confirmed["cause"] or engine_cause["cause"]
         values["category"] = confirmed["category"] or engine_cause["category"]

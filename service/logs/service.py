@@ -71,7 +71,8 @@ def decode(body: bytes, *, content_type: str, query: dict[str, str | None], max_
 def _without_refused(exc: ValidationError, raw: Callable[[], Any], problem: str) -> Logs:
     """The body again with each line `exc` names read as empty; BodyError (`problem`, with
     `where` and `what` filled) when `exc` is about anything but single lines (a bad host,
-    `lines` not a list)."""
+    `lines` not a list). `raw` gives the body's fields and is called only then: a body that
+    is no JSON at all is that BodyError, where parsing it first would raise."""
     refused: dict[int, str] = {}
     for error in exc.errors():
         where = error["loc"]
