@@ -238,15 +238,16 @@ COMPONENT_ATTR_TYPES: dict[str, type] = {"pci": str, "serial": str, "uuid": str,
 _TYPE_WORDS = {str: "a string", int: "an integer"}
 
 
-def _attr_problems(attrs: dict[str, Any], link: bool) -> list[str]:
-    """What is wrong with the attrs the service reads (`COMPONENT_ATTR_TYPES`, a link's
-    `gpu_links`: the GPU's NVLink ports on it)."""
-    if link:
-        ports = attrs.get("gpu_links")
-        fine = ports is None or (isinstance(ports, list) and all(type(p) is int for p in ports))
-        return [] if fine else ["link attrs.gpu_links is not a list of integers"]
+def _component_attr_problems(attrs: dict[str, Any]) -> list[str]:
+    """What is wrong with the attrs of a component the service reads (`COMPONENT_ATTR_TYPES`)."""
     return [f"component attrs.{name} is not {_TYPE_WORDS[kind]}" for name, kind in COMPONENT_ATTR_TYPES.items()
             if name in attrs and attrs[name] is not None and type(attrs[name]) is not kind]
+
+
+def _gpu_links_readable(attrs: dict[str, Any]) -> bool:
+    """A link's `gpu_links` (the GPU's NVLink ports on it), if any, is a list of integers."""
+    ports = attrs.get("gpu_links")
+    return ports is None or (isinstance(ports, list) and all(type(p) is int for p in ports))
 
 
 # What an event's `component` may hold (service/events/models.py `Name`): a longer id, or one
@@ -272,7 +273,8 @@ def _validate(body: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         offenders.setdefault(problem, []).append(item)
 
     seen: set[str] = set()
-    hosted: list[tuple[str, str]] = []  # (component, the host it names)
+    hosts: set[str] = set()
+    hosted: list[tuple[str, str]] = []  # (component, the host it names), checked once every host is known
     for index, c in enumerate(components):
         if not isinstance(c, dict):
             note("component is not an object", f"#{index}")
@@ -297,13 +299,14 @@ def _validate(body: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             attrs = None
         elif kind == "switch" and not _is_tier((attrs or {}).get("tier")):
             note("switch without attrs.tier leaf/spine/core", cid)
-        for problem in _attr_problems(attrs or {}, link=False):
+        for problem in _component_attr_problems(attrs or {}):
             note(problem, cid)
-        if kind == "host" and host not in (None, cid):
-            note("host component names another host", cid)
-        elif isinstance(host, str) and kind != "host":
+        if kind == "host":
+            hosts.add(cid)
+            if host not in (None, cid):
+                note("host component names another host", cid)
+        elif isinstance(host, str):
             hosted.append((cid, host))
-    hosts = {c["id"] for c in components if isinstance(c, dict) and c.get("type") == "host"}
     for cid, host in hosted:
         if host not in hosts:
             note("component's host is not a host component", f"{cid} ({host})")
@@ -331,9 +334,8 @@ def _validate(body: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             note(f"unknown link type (known: {', '.join(sorted(LINK_TYPES))})", f"{name} ({kind!r})")
         if attrs is not None and not isinstance(attrs, dict):
             note("link attrs is not an object", name)
-        else:
-            for problem in _attr_problems(attrs or {}, link=True):
-                note(problem, name)
+        elif not _gpu_links_readable(attrs or {}):
+            note("link attrs.gpu_links is not a list of integers", name)
 
     if offenders:
         problems = [
