@@ -12,7 +12,7 @@ import httpx
 import pyarrow as pa
 import pytest
 import schemathesis
-from conftest import Server, start_server, stored_ids
+from conftest import Server, serve_in_process, start_server, stored_ids
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
@@ -384,7 +384,6 @@ def test_an_event_that_fails_to_resolve_is_stored_as_sent_with_the_rest(db_url, 
     """A fault in resolving one event (a topology attr of the wrong type did it, before
     uploads checked them) failed the whole commit group: 503 for every agent in it."""
     from faultgraph.attribution.resolve import Resolver
-    from tests.conftest import serve_in_process
 
     resolve = Resolver.resolve
 
